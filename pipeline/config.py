@@ -191,14 +191,14 @@ def _choices(value, allowed, path):
 
 
 def _resolve(path: str, base: Path) -> str:
-    return path if os.path.isabs(path) or "://" in path else str(base / path)
+    return path if "://" in path else os.path.normpath(os.path.join(base, path))
 
 
 def expand_inputs(patterns: list[str]) -> list[str]:
     """Paths matched by each pattern, sorted; a pattern that matches nothing is a config error."""
     files = []
     for pattern in patterns:
-        matched = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        matched = sorted(os.path.abspath(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
         if not matched:
             raise ConfigError(f"input {pattern!r} matches no file")
         files.extend(matched)

@@ -1,0 +1,128 @@
+"""The whole belt, in order, as built from the config.
+
+    filter pass   read -> extract -> language -> quality -> repetition -> classifier   (per document)
+    dedup pass    exact dedup -> near dedup                                          (global, on survivors)
+    finalize      docs/ and rejects/, one part per input file, then manifest.json
+
+The per-document stages are plain objects from `stages/`; this file only decides their order and how
+Ray Data runs them. Every row keeps moving until finalize: a stage marks a row rejected, it never
+drops it, so the final counts can prove that every record left the belt exactly once.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import ray
+
+from pipeline import dedup, finalize
+from pipeline.config import Config, expand_inputs
+from pipeline.engine import ReadFiles, StageClock, Timed, files_dataset, start_ray
+from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
+from stages.extract import Extract
+from stages.langid import LanguageId
+from stages.quality import GopherQuality, GopherRepetition
+
+
+def document_stages(config: Config) -> list:
+    """The per-document stages after reading, in belt order."""
+    stages = [
+        Extract(
+            timeout_s=config.extract.timeout_s,
+            favor=config.extract.favor,
+            include_tables=config.extract.include_tables,
+            include_comments=config.extract.include_comments,
+        ),
+        LanguageId(
+            method=config.language.method,
+            languages=tuple(config.language.languages),
+            threshold=config.language.threshold,
+            short_text_chars=config.language.short_text_chars,
+            model_path=config.language.model_path,
+        ),
+    ]
+    if config.quality.enabled:
+        rules = {k: v for k, v in vars(config.quality).items() if k != "enabled"}
+        stages.append(GopherQuality(**rules))
+    if config.repetition.enabled:
+        rules = {k: v for k, v in vars(config.repetition).items() if k != "enabled"}
+        stages.append(GopherRepetition(**rules))
+    classifier = config.classifier
+    if classifier.kind == "naive_bayes":
+        stages.append(ClassifierScore(NaiveBayes.from_files(classifier.good_examples, classifier.bad_examples),
+                                      threshold=classifier.threshold))
+    elif classifier.kind == "fasttext":
+        stages.append(ClassifierScore(FastTextClassifier(classifier.model_path, classifier.label),
+                                      threshold=classifier.threshold))
+    return stages
+
+
+def input_files(config: Config) -> list[tuple[str, str]]:
+    """(path, source) of every input file, sorted by path: the fixed order documents are numbered in."""
+    files = {path: source.name for source in config.sources for path in expand_inputs(source.input)}
+    return sorted(files.items())
+
+
+def run(config: Config) -> dict:
+    """Run the belt; returns the manifest (also written to OUTPUT/manifest.json)."""
+    out = Path(config.output)
+    prepare_output(out)
+    work = out / "_work"
+    started = time.time()
+    start_ray(config.ray)
+    clock = StageClock.remote()
+    files = input_files(config)
+    timings = {}
+
+    # Filter pass: every record of every file, through the per-document stages, to Parquet.
+    t = time.perf_counter()
+    ds = files_dataset(files).map_batches(
+        ReadFiles(config.read.batch_size, int(config.read.max_payload_mb * 1e6), clock),
+        batch_size=1, batch_format="pyarrow")
+    for stage in document_stages(config):
+        ds = ds.map_batches(Timed(stage, clock), batch_size=None, batch_format="pyarrow")
+    ds.write_parquet(str(work / "filtered"))
+    timings["filter_pass"] = time.perf_counter() - t
+    filtered = ray.data.read_parquet(str(work / "filtered"))
+
+    # Dedup pass: global comparisons over the documents every per-document stage kept.
+    t = time.perf_counter()
+    alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
+        _alive_only, batch_format="pyarrow")
+    verdicts = dedup.run(alive, config.dedup)
+    timings["dedup_pass"] = time.perf_counter() - t
+
+    # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
+    t = time.perf_counter()
+    part_counts = finalize.write_parts(filtered, verdicts, out, partitions=min(len(files), config.dedup.shards))
+    timings["finalize"] = time.perf_counter() - t
+
+    manifest = finalize.manifest(
+        config=config, out=out, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
+        stage_clock=ray.get(clock.report.remote()), pass_seconds=timings, wall_seconds=time.time() - started)
+    shutil.rmtree(work)
+    return manifest
+
+
+def _rows_in(folder: Path) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
+
+
+def _alive_only(batch: pa.Table) -> pa.Table:
+    return batch.filter(pc.is_null(batch["stage"])).drop_columns(["stage"])
+
+
+def prepare_output(out: Path) -> None:
+    """Clear what an earlier run left (config validation made sure the folder is a crawlbelt output)."""
+    if out.exists():
+        for name in ("docs", "rejects", "_work", "manifest.json"):
+            path = out / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+    out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,114 @@
+"""Ray plumbing: starting or joining Ray, timing stages, and reading input files as a Ray Dataset."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import defaultdict
+
+import pyarrow as pa
+import ray
+from ray.data.context import ShuffleStrategy
+
+from pipeline.config import RayConfig
+from stages.ledger import alive_mask
+from stages.warc_read import read_warc
+
+
+def start_ray(settings: RayConfig) -> None:
+    """Join the cluster named by the config or RAY_ADDRESS, else start an embedded Ray sized for a small machine."""
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    address = settings.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        # Without this Ray may bind another interface's address instead of loopback.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        # An embedded Ray listens on loopback only and lives as long as this process: no token needed.
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(
+            num_cpus=settings.num_cpus,
+            object_store_memory=settings.object_store_mb * 1024 * 1024,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = settings.progress_bars
+    context.print_on_execution_start = False
+    # Sort-based shuffles with a stated number of partitions start in a fraction of a second on a small
+    # machine, where the default hash shuffle spends seconds starting its aggregator actors.
+    context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+
+
+@ray.remote(num_cpus=0)
+class StageClock:
+    """Collects the seconds each per-document stage spent and the rows it saw, from every worker."""
+
+    def __init__(self):
+        self.seconds = defaultdict(float)
+        self.rows_in = defaultdict(int)
+        self.rejected = defaultdict(int)
+
+    def add(self, stage: str, seconds: float, rows_in: int, rejected: int) -> None:
+        self.seconds[stage] += seconds
+        self.rows_in[stage] += rows_in
+        self.rejected[stage] += rejected
+
+    def report(self) -> dict:
+        return {s: {"seconds": round(self.seconds[s], 3), "rows_in": self.rows_in[s], "rejected": self.rejected[s]}
+                for s in self.seconds}
+
+
+class Timed:
+    """Runs one stage on a batch, reports its time to the clock, and checks that no row went missing."""
+
+    def __init__(self, stage, clock):
+        self.stage = stage
+        self.clock = clock
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        start = time.perf_counter()
+        alive_before = int(alive_mask(batch).sum())
+        out = self.stage(batch)
+        if out.num_rows != batch.num_rows:
+            raise RuntimeError(f"stage {self.stage.name} changed the row count {batch.num_rows} -> {out.num_rows}")
+        rejected = alive_before - int(alive_mask(out).sum())
+        self.clock.add.remote(self.stage.name, time.perf_counter() - start, alive_before, rejected)
+        return out
+
+
+class ReadFiles:
+    """Ray Data generator op: one input row (path, file_index, source) in, the file's record batches out."""
+
+    name = "read"
+
+    def __init__(self, batch_size: int, max_payload_bytes: int, clock):
+        self.batch_size = batch_size
+        self.max_payload_bytes = max_payload_bytes
+        self.clock = clock
+
+    def __call__(self, files: pa.Table):
+        for path, file_index, source in zip(*(files[c].to_pylist() for c in ("path", "file_index", "source"))):
+            start = time.perf_counter()
+            for table in read_warc(path, file_index, source, self.batch_size, self.max_payload_bytes):
+                seconds = time.perf_counter() - start
+                rejected = int(table.num_rows - alive_mask(table).sum())
+                self.clock.add.remote("read", seconds, table.num_rows, rejected)
+                yield table
+                start = time.perf_counter()
+
+
+def files_dataset(files: list[tuple[str, str]]) -> ray.data.Dataset:
+    """One row per input file, in the fixed order that `order` numbers them by, one block each."""
+    rows = [{"path": path, "file_index": i, "source": source} for i, (path, source) in enumerate(files)]
+    return ray.data.from_items(rows, override_num_blocks=max(1, len(rows)))
+
+
+def collect(ds: ray.data.Dataset, schema: pa.Schema) -> pa.Table:
+    """A small dataset's rows on the driver as one Arrow table (empty with `schema` when there are none)."""
+    tables = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
+    return pa.concat_tables(tables).select(schema.names).cast(schema) if tables else schema.empty_table()

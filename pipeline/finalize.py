@@ -1,0 +1,171 @@
+"""Finalize: apply the dedup verdicts, write docs/ and rejects/ (one part per input file, rows in the
+fixed order, so the bytes do not depend on the number of workers), and write a manifest whose counts are
+read back from the written files and checked against what the reader produced."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections import Counter
+from importlib import metadata
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import ray
+
+from pipeline.engine import collect
+from stages.ledger import NOT_DOCUMENT
+
+DOC_COLUMNS = ["id", "url", "source", "file", "offset", "date", "content_type", "charset", "text", "lang",
+               "lang_score", "quality_score"]
+REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of"]
+COUNT_SCHEMA = pa.schema([("file_index", pa.int64()), ("records", pa.int64()), ("counts", pa.string())])
+PER_DOCUMENT_STAGES = ["read", "extract", "language", "quality", "repetition", "classifier"]
+GLOBAL_STAGES = ["exact_dedup", "near_dedup"]
+
+
+class InvariantError(RuntimeError):
+    """The counts do not add up: some record was lost or counted twice."""
+
+
+def write_atomic(table: pa.Table, path: Path) -> None:
+    """Write to a temporary name, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def write_part(rows: pa.Table, verdicts: pa.Table, out: str) -> pa.Table:
+    """map_groups op: all rows of one input file in, its docs and rejects parts written, its counts out."""
+    rows = rows.sort_by("order")
+    file_index = rows["order"][0].as_py() >> 40
+    rows = _apply_verdicts(rows, verdicts)
+    is_document = pc.invert(pc.fill_null(pc.equal(rows["stage"], NOT_DOCUMENT), False))
+    documents = rows.filter(is_document)
+    kept = documents.filter(pc.is_null(documents["stage"])).select(DOC_COLUMNS)
+    rejected = documents.filter(pc.is_valid(documents["stage"])).select(REJECT_COLUMNS)
+    name = f"part-{file_index:05d}.parquet"
+    if kept.num_rows:
+        write_atomic(kept, Path(out) / "docs" / name)
+    if rejected.num_rows:
+        write_atomic(rejected, Path(out) / "rejects" / name)
+    not_documents = rows.filter(pc.invert(is_document))
+    counts = {
+        "not_documents": dict(Counter(not_documents["reason"].to_pylist())),
+        "documents": documents.num_rows,
+        "kept": kept.num_rows,
+        "rejected_by_stage": dict(Counter(rejected["stage"].to_pylist())),
+        "rejected_by_reason": dict(Counter(rejected["reason"].to_pylist())),
+    }
+    return pa.table({"file_index": [file_index], "records": [rows.num_rows], "counts": [json.dumps(counts)]})
+
+
+def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:
+    """Mark the rows the dedup pass rejected (verdicts: order, stage, reason, dup_of)."""
+    verdicts = verdicts.filter(pc.is_in(verdicts["order"], rows["order"]))
+    if not verdicts.num_rows:
+        return rows
+    by_order = {o: i for i, o in enumerate(verdicts["order"].to_pylist())}
+    columns = {name: rows[name].to_pylist() for name in ("stage", "reason", "dup_of")}
+    new = {name: verdicts[name].to_pylist() for name in ("stage", "reason", "dup_of")}
+    for position, order in enumerate(rows["order"].to_pylist()):
+        i = by_order.get(order)
+        if i is not None:
+            for name in columns:
+                columns[name][position] = new[name][i]
+    for name, values in columns.items():
+        rows = rows.set_column(rows.schema.get_field_index(name), name, pa.array(values, pa.string()))
+    return rows
+
+
+def write_parts(filtered: ray.data.Dataset, verdicts: pa.Table, out: Path, partitions: int) -> pa.Table:
+    """Per input file: write its parts and return its counts (one row per file)."""
+    counts = filtered.groupby("file", num_partitions=partitions).map_groups(
+        write_part, batch_format="pyarrow", fn_kwargs={"verdicts": verdicts, "out": str(out)})
+    return collect(counts, COUNT_SCHEMA).sort_by("file_index")
+
+
+def _read_back(out: Path) -> tuple[int, Counter]:
+    """Kept rows and rejected rows by stage, counted from the files on disk, not from what was sent."""
+    kept = sum(pq.ParquetFile(p).metadata.num_rows for p in sorted((out / "docs").glob("*.parquet")))
+    rejected = Counter()
+    for path in sorted((out / "rejects").glob("*.parquet")):
+        rejected.update(pq.read_table(path, columns=["stage"])["stage"].to_pylist())
+    return kept, rejected
+
+
+def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Table, stage_clock: dict,
+             pass_seconds: dict, wall_seconds: float) -> dict:
+    """Sum the per-file counts, check the ledger, write manifest.json; a failed check raises InvariantError.
+
+    `records_read` comes from the filter pass's output, while documents and kept/rejected come from
+    finalize and from the files on disk, so a row lost in between shows up as a failed check.
+    """
+    not_documents, by_stage, by_reason = Counter(), Counter(), Counter()
+    documents = kept = 0
+    parts = []
+    for file_index, records, text in zip(*(part_counts[c].to_pylist() for c in COUNT_SCHEMA.names)):
+        c = json.loads(text)
+        not_documents.update(c["not_documents"])
+        by_stage.update(c["rejected_by_stage"])
+        by_reason.update(c["rejected_by_reason"])
+        documents += c["documents"]
+        kept += c["kept"]
+        parts.append({"file": files[file_index][0], "source": files[file_index][1], "records": records,
+                      "documents": c["documents"], "kept": c["kept"]})
+
+    kept_on_disk, rejected_on_disk = _read_back(out)
+    checks = {
+        "records_read == documents + sum(not_documents)": records_read == documents + sum(not_documents.values()),
+        "documents == kept + sum(rejected)": documents == kept_on_disk + sum(rejected_on_disk.values()),
+        "files on disk match the counts": kept_on_disk == kept and rejected_on_disk == by_stage,
+    }
+
+    stages = {}
+    alive = documents
+    for stage in PER_DOCUMENT_STAGES + GLOBAL_STAGES:
+        seconds = stage_clock.get(stage, {}).get("seconds")
+        stages[stage] = {"rows_in": alive, "rejected": by_stage.get(stage, 0), "seconds": seconds}
+        alive -= by_stage.get(stage, 0)
+    for name, seconds in pass_seconds.items():
+        stages.setdefault(name, {})["seconds"] = round(seconds, 3)
+
+    result = {
+        "counts": {
+            "records_read": records_read,
+            "not_documents": dict(sorted(not_documents.items())),
+            "documents": documents,
+            "kept": kept,
+            "rejected": {s: by_stage[s] for s in PER_DOCUMENT_STAGES + GLOBAL_STAGES if by_stage.get(s)},
+            "rejected_by_reason": dict(sorted(by_reason.items())),
+        },
+        "invariants": checks,
+        "stages": stages,
+        "wall_seconds": round(wall_seconds, 3),
+        "inputs": parts,
+        "outputs": {
+            "docs": sorted(str(p.relative_to(out)) for p in (out / "docs").glob("*.parquet")),
+            "rejects": sorted(str(p.relative_to(out)) for p in (out / "rejects").glob("*.parquet")),
+        },
+        "config": config.to_dict(),
+        "versions": _versions(),
+    }
+    (out / "manifest.json").write_text(json.dumps(result, indent=2) + "\n")
+    failed = [name for name, ok in checks.items() if not ok]
+    if failed:
+        raise InvariantError(f"ledger check failed: {'; '.join(failed)} (see {out / 'manifest.json'})")
+    return result
+
+
+def _versions() -> dict:
+    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "xxhash"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions

@@ -1,0 +1,242 @@
+"""Decode each HTML payload to text and extract its main content with trafilatura.
+
+Adds `text` and `charset` (the codec actually used) to alive rows, then drops the large `html` column.
+Each document gets a time limit (SIGALRM, main thread only), so that one pathological page cannot stall
+a whole batch.
+"""
+from __future__ import annotations
+
+import codecs
+import functools
+import re
+import signal
+import threading
+import time
+
+import pyarrow as pa
+
+from stages.ledger import run_on_alive
+
+# What a declared charset should really be decoded with. Browsers read these labels as a superset
+# (WHATWG Encoding Standard), and pages labelled with the smaller set often use the larger one.
+# Keys are Python's canonical codec names, plus a few web labels that Python does not know.
+CHARSET_ALIASES = {
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "iso8859-1": "cp1252",
+    "ascii": "cp1252",
+    "iso8859-9": "cp1254",
+    "tis-620": "cp874",
+    "iso8859-11": "cp874",
+    "shift_jis": "cp932",
+    "euc_kr": "cp949",
+    "big5": "big5hkscs",
+    # web labels unknown to Python
+    "x-gbk": "gb18030",
+    "gb_2312-80": "gb18030",
+    "windows-31j": "cp932",
+    "x-sjis": "cp932",
+    "windows-874": "cp874",
+    "x-user-defined": "cp1252",
+    "x-mac-roman": "mac-roman",
+}
+
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def _codec(label: str | None) -> str | None:
+    """Python's canonical codec name for a charset label, after the aliases; None if unknown."""
+    if not label:
+        return None
+    label = label.strip().strip("\"'").lower()
+    try:
+        name = codecs.lookup(CHARSET_ALIASES.get(label, label)).name
+    except LookupError:
+        return None
+    name = CHARSET_ALIASES.get(name, name)
+    # A page cannot really be in UTF-16/32 when the label comes from an ASCII meta tag; browsers
+    # read such labels as UTF-8 too.
+    return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
+
+
+def _strict(payload: bytes, codec: str | None) -> str | None:
+    if codec is None:
+        return None
+    try:
+        return payload.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def decode_html(payload: bytes, http_charset: str | None) -> tuple[str, str]:
+    """(text, charset used), trying in turn:
+
+    1. a byte-order mark;
+    2. UTF-8, when the bytes are valid UTF-8 and not plain ASCII: legacy text practically never is, so
+       this beats a declaration (pages labelled latin-1 but saved as UTF-8 are common);
+    3. the HTTP charset, then a <meta> charset in the first 4 KB, each if it decodes strictly;
+    4. a declared charset that fails on only a few bytes (a character cut in half somewhere);
+    5. UTF-8 again when it is mostly valid (more good multi-byte characters than broken ones);
+    6. windows-1252 when under 1% of the bytes are non-ASCII: browsers default to it, and a detector has
+       too little to go on there (it guessed big5 and mac-iceland for such English pages);
+    7. charset_normalizer's best guess;
+    8. UTF-8 with replacement characters.
+    """
+    for bom, name in _BOMS:
+        if payload.startswith(bom):
+            # A BOM is stronger than any label (as in browsers); the codec strips it.
+            codec = "utf-8-sig" if name == "utf-8" else name
+            return payload.decode(codec, errors="replace"), name
+
+    utf8 = _strict(payload, "utf-8")
+    if utf8 is not None and not payload.isascii():
+        return utf8, "utf-8"
+
+    declared = [_codec(http_charset)]
+    match = _META_CHARSET.search(payload[:4096])
+    if match:
+        declared.append(_codec(match.group(1).decode("ascii", "ignore")))
+    declared = [codec for codec in dict.fromkeys(declared) if codec is not None]
+    for codec in declared:
+        text = _strict(payload, codec)
+        if text is not None:
+            return text, codec
+    for codec in declared:
+        text = payload.decode(codec, errors="replace")
+        if text.count("\ufffd") <= max(1, len(text) // 10_000):
+            return text, codec
+
+    if utf8 is not None:  # plain ASCII, nothing usable declared
+        return utf8, "utf-8"
+    text = payload.decode("utf-8", errors="replace")
+    broken = text.count("\ufffd")
+    if len(text) - len(text.encode("ascii", errors="ignore")) - broken >= broken:
+        return text, "utf-8"
+
+    non_ascii = len(payload) - len(payload.decode("ascii", errors="ignore"))
+    if non_ascii < len(payload) / 100:
+        return payload.decode("cp1252", errors="replace"), "cp1252"
+
+    from charset_normalizer import from_bytes  # imported here: only a few pages get this far
+
+    best = from_bytes(payload).best()
+    codec = _codec(best.encoding) if best is not None else None
+    if codec is not None:
+        return payload.decode(codec, errors="replace"), codec
+
+    return text, "utf-8"
+
+
+class _Timeout(BaseException):
+    """Raised by the SIGALRM handler. A BaseException so that trafilatura's `except Exception` blocks
+    do not swallow it."""
+
+
+@functools.lru_cache(maxsize=1)
+def _trafilatura_config():
+    """Built on first use in each process (the stage object itself stays small and picklable)."""
+    from trafilatura.settings import use_config
+
+    config = use_config()
+    # trafilatura's default minimums (250 characters extracted) drop short pages entirely; the quality
+    # stage decides on length, so keep whatever text a page has.
+    # (MIN_EXTRACTED_COMM_SIZE is not read by trafilatura 2.3.1; set for versions that do.)
+    for key in ("MIN_EXTRACTED_SIZE", "MIN_OUTPUT_SIZE", "MIN_OUTPUT_COMM_SIZE", "MIN_EXTRACTED_COMM_SIZE"):
+        config.set("DEFAULT", key, "1")
+    config.set("DEFAULT", "EXTRACTION_TIMEOUT", "0")  # the stage keeps its own time limit
+    return config
+
+
+class Extract:
+    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped."""
+
+    name = "extract"
+
+    def __init__(
+        self,
+        timeout_s: float = 5.0,
+        favor: str = "balanced",
+        include_tables: bool = True,
+        include_comments: bool = False,
+    ):
+        if favor not in ("balanced", "precision", "recall"):
+            raise ValueError(f"favor must be balanced, precision or recall, not {favor!r}")
+        self.timeout_s = timeout_s
+        self.favor = favor
+        self.include_tables = include_tables
+        self.include_comments = include_comments
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        batch = run_on_alive(batch, self.name, self._compute, {"text": pa.string(), "charset": pa.string()})
+        return batch.drop_columns(["html"]) if "html" in batch.column_names else batch
+
+    def _compute(self, alive: pa.Table):
+        payloads = alive["html"].to_pylist()
+        charsets = alive["http_charset"].to_pylist() if "http_charset" in alive.column_names else [None] * len(payloads)
+        texts, used, reasons, details = [], [], [], []
+        for payload, http_charset in zip(payloads, charsets):
+            text, charset, reason, detail = self.extract_one(payload or b"", http_charset)
+            texts.append(text)
+            used.append(charset)
+            reasons.append(reason)
+            details.append(detail)
+        return {"text": texts, "charset": used}, reasons, details
+
+    def extract_one(self, payload: bytes, http_charset: str | None) -> tuple[str | None, str | None, str | None, str | None]:
+        """(text, charset, reject reason, detail) for one page."""
+        try:
+            html, charset = decode_html(payload, http_charset)
+        except Exception as error:
+            return None, None, "extract:decode", f"{type(error).__name__}: {error}"
+        _trafilatura_config()  # import trafilatura and build its config outside the time limit
+        started = time.monotonic()
+        try:
+            text = self._with_time_limit(self._trafilatura, html)
+        except _Timeout:
+            return None, charset, "extract:timeout", f"over {self.timeout_s} s ({time.monotonic() - started:.1f} s)"
+        except Exception as error:
+            return None, charset, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
+        if not text or not text.strip():
+            return None, charset, "extract:empty", None
+        return text, charset, None, None
+
+    def _trafilatura(self, html: str) -> str | None:
+        import trafilatura
+
+        return trafilatura.extract(
+            html,
+            config=_trafilatura_config(),
+            output_format="txt",
+            favor_precision=self.favor == "precision",
+            favor_recall=self.favor == "recall",
+            include_tables=self.include_tables,
+            include_comments=self.include_comments,
+            with_metadata=False,
+        )
+
+    def _with_time_limit(self, function, *args):
+        # SIGALRM handlers can only be installed from the main thread; elsewhere (a thread pool, Ray's
+        # threaded actors) the page runs without a limit rather than failing.
+        if self.timeout_s is None or self.timeout_s <= 0 or threading.current_thread() is not threading.main_thread():
+            return function(*args)
+
+        def on_alarm(signum, frame):
+            raise _Timeout()
+
+        previous_handler = signal.signal(signal.SIGALRM, on_alarm)
+        previous_delay, previous_interval = 0.0, 0.0
+        started = time.monotonic()
+        try:
+            previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+            return function(*args)
+        finally:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            finally:  # restore even if the alarm went off just as the page finished
+                # None means the old handler was not set from Python; the default is the best we can restore.
+                signal.signal(signal.SIGALRM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+                if previous_delay > 0:
+                    # Give back what was left of an outer timer (at least a moment, so it still fires).
+                    remaining = max(previous_delay - (time.monotonic() - started), 1e-3)
+                    signal.setitimer(signal.ITIMER_REAL, remaining, previous_interval)

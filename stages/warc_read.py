@@ -1,0 +1,297 @@
+"""Read WARC and ARC files into document rows: one row per record, in file order, never raising.
+
+Every record becomes exactly one row, so that the final counts see the whole file. HTML responses (and
+resource/conversion records) are alive rows carrying their decoded HTTP body in `html`; everything else
+is rejected or marked `not_document` right here. A record warcio cannot parse, or one whose length does
+not match its data, becomes a `read:malformed` row, and reading resumes at the next record boundary
+found in the raw bytes (next gzip member, or next `WARC/1.` / ARC header line).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+from typing import Iterator
+
+import pyarrow as pa
+from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ARC2WARCHeadersParser
+
+from stages.ledger import NOT_DOCUMENT
+
+DOCUMENT_SCHEMA = pa.schema(
+    [
+        ("order", pa.int64()),
+        ("id", pa.string()),
+        ("url", pa.string()),
+        ("source", pa.string()),
+        ("file", pa.string()),
+        ("offset", pa.int64()),
+        ("date", pa.string()),
+        ("record_type", pa.string()),
+        ("content_type", pa.string()),
+        ("http_charset", pa.string()),
+        ("html", pa.binary()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("dup_of", pa.string()),
+    ]
+)
+
+STAGE = "read"
+DOCUMENT_TYPES = ("response", "resource", "conversion")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+ORDER_STRIDE = 2**40  # offsets stay below 1 TiB, so file_index * 2**40 + offset is a total order
+
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+# A record boundary in an uncompressed file: a WARC version line (anywhere: a truncated record's last
+# line has no newline), or at a line start an ARC v1 header line "<url> <ip> <date> <mime> <length>"
+# (the URL must have a scheme and the date be digits; the length is not checked, so that a record with a
+# broken length is still found and reported).
+_RECORD_START = re.compile(rb"WARC/1\.\d\r?\n|(?m:^)[A-Za-z][A-Za-z0-9+.-]*:\S* \S+ \d{8,} \S+ \S+\r?\n")
+_SEARCH_CHUNK = 1 << 20
+_SNIFF_BYTES = 1024
+_MAX_DETAIL = 600
+
+
+class _StableIdArcParser(ARC2WARCHeadersParser):
+    """warcio's ARC-to-WARC conversion invents a random WARC-Record-ID per read; drop it so that the
+    reader derives a stable id from file and offset instead."""
+
+    def _get_protocol_and_headers(self, headerline, parts):
+        protocol, headers = super()._get_protocol_and_headers(headerline, parts)
+        return protocol, [(name, value) for name, value in headers if name != "WARC-Record-ID"]
+
+
+def stable_id(path: str, offset: int) -> str:
+    """The id of a record that has no WARC-Record-ID (ARC records, malformed records)."""
+    digest = hashlib.sha1(f"{os.path.basename(path)}:{offset}".encode()).hexdigest()
+    return f"urn:crawlbelt:{digest[:32]}"
+
+
+def read_warc(
+    path: str,
+    file_index: int,
+    source: str,
+    batch_size: int = 64,
+    max_payload_bytes: int = 10_000_000,
+) -> Iterator[pa.Table]:
+    """Yield tables of DOCUMENT_SCHEMA holding every record of the file exactly once, in file order."""
+    rows: list[dict] = []
+    for row in _rows(str(path), max_payload_bytes):
+        row.update(order=file_index * ORDER_STRIDE + row["offset"], source=source, file=str(path))
+        rows.append(row)
+        if len(rows) >= batch_size:
+            yield _table(rows)
+            rows = []
+    if rows:
+        yield _table(rows)
+
+
+def _table(rows: list[dict]) -> pa.Table:
+    columns = {name: [row.get(name) for row in rows] for name in DOCUMENT_SCHEMA.names}
+    return pa.Table.from_pydict(columns, schema=DOCUMENT_SCHEMA)
+
+
+def _malformed(path: str, offset: int, what: str) -> dict:
+    detail = f"{path} at offset {offset}: {what}"
+    if len(detail) > _MAX_DETAIL:
+        detail = detail[: _MAX_DETAIL - 3] + "..."
+    return dict(id=stable_id(path, offset), offset=offset, stage=STAGE, reason="read:malformed", detail=detail)
+
+
+def _describe(error: BaseException, stderr: str = "") -> str:
+    text = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    if stderr.strip():
+        text += f" (warcio: {' '.join(stderr.split())})"
+    return text
+
+
+def _rows(path: str, max_payload_bytes: int) -> Iterator[dict]:
+    try:
+        handle = open(path, "rb")
+    except OSError as error:
+        yield _malformed(path, 0, _describe(error))
+        return
+    with handle:
+        is_gzip = handle.read(2) == _GZIP_MAGIC[:2]
+        start = 0
+        last_offset = -1
+        while start is not None:
+            handle.seek(start)
+            iterator = ArchiveIterator(handle, arc2warc=True)
+            iterator.loader.arc_parser = _StableIdArcParser()
+            fresh = True
+            bad_offset = None
+            while bad_offset is None:
+                # warcio reports problems by writing to stderr; capture that text for `detail`.
+                # Redirecting stderr is process-wide, so it is held only around warcio calls, never across a yield.
+                with contextlib.redirect_stderr(io.StringIO()) as stderr:
+                    try:
+                        if fresh:
+                            _skip_leading_blank_lines(iterator)
+                            fresh = False
+                        record = next(iterator)
+                    except StopIteration:
+                        break
+                    except Exception as error:  # anything warcio raises on a bad record
+                        bad_offset = _next_offset(iterator.offset, last_offset)
+                        what = _describe(error, stderr.getvalue())
+                        if bad_offset != iterator.offset:
+                            what = f"(in the same gzip member as the record at offset {last_offset}) {what}"
+                        row = _malformed(path, bad_offset, what)
+                    else:
+                        offset = _next_offset(iterator.offset, last_offset)
+                        row = {}
+                        try:
+                            row, problem = _record_row(record, path, offset, max_payload_bytes)
+                            iterator.read_to_end()  # consume the blank lines after it: a wrong length shows here
+                        except Exception as error:
+                            problem = _describe(error)
+                        if problem is None and stderr.getvalue().strip():
+                            problem = " ".join(stderr.getvalue().split())
+                        if problem is not None:
+                            bad_offset = offset
+                            known = {k: row.get(k) for k in ("url", "date", "record_type", "content_type")}
+                            row = {**known, **_malformed(path, offset, problem)}
+                last_offset = row["offset"]
+                yield row
+            iterator.close()
+            start = None if bad_offset is None else _resync(handle, bad_offset + 1, is_gzip)
+
+
+def _next_offset(offset: int, last_offset: int) -> int:
+    # warcio's offset is meaningless inside a gzip member that holds several records (a non-chunked
+    # gzip file); keep the order strict anyway.
+    return offset if offset > last_offset else last_offset + 1
+
+
+def _skip_leading_blank_lines(iterator: ArchiveIterator) -> None:
+    """warcio expects a record header on the first line; after a resync a member may begin with the
+    blank lines that end the previous record."""
+    while True:
+        line = iterator.reader.readline()
+        if not line or line.strip():
+            iterator.next_line = line or None
+            return
+
+
+def _resync(handle, position: int, is_gzip: bool) -> int | None:
+    """The file offset of the next record boundary at or after `position`, or None at the end."""
+    overlap = 8192  # a boundary split between two chunks is found in the next one
+    while True:
+        try:
+            handle.seek(position)
+            chunk = handle.read(_SEARCH_CHUNK)
+        except OSError:  # the bad record's row already says where reading stopped
+            return None
+        if not chunk:
+            return None
+        if is_gzip:
+            found = chunk.find(_GZIP_MAGIC)
+        else:
+            match = _RECORD_START.search(chunk)
+            # `^` also matches at the chunk start, which is a line start only right after a newline
+            if match and match.start() == 0 and not chunk.startswith(b"WARC/") and not _after_newline(handle, position):
+                # (position is never 0 here: resyncing starts after a bad record)
+                match = _RECORD_START.search(chunk, 1)
+            found = match.start() if match else -1
+        if found >= 0:
+            return position + found
+        if len(chunk) < _SEARCH_CHUNK:
+            return None
+        position += len(chunk) - overlap
+
+
+def _after_newline(handle, position: int) -> bool:
+    handle.seek(position - 1)
+    return handle.read(1) == b"\n"
+
+
+def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple[dict, str | None]:
+    """The row for one parsed record, plus a description of what is wrong with it (None if nothing)."""
+    headers = record.rec_headers
+    record_id = headers.get_header("WARC-Record-ID") or stable_id(path, offset)
+    row = dict(
+        id=record_id,
+        url=headers.get_header("WARC-Target-URI"),
+        offset=offset,
+        date=headers.get_header("WARC-Date"),
+        record_type=record.rec_type,
+    )
+    mime, charset = _content_type(record)
+    row.update(content_type=mime, http_charset=charset)
+
+    problem = _length_problem(headers.get_header("Content-Length"))
+    if problem is None and not record.rec_type:
+        problem = "record has no WARC-Type"
+    http = record.http_headers
+    if problem is None and record.rec_type == "response" and http is not None:
+        if not http.protocol.upper().startswith("HTTP/") or not http.get_statuscode().isdigit():
+            problem = f"invalid HTTP status line {(http.protocol + ' ' + http.statusline).strip()!r}"
+
+    payload = None
+    if problem is None and record.rec_type in DOCUMENT_TYPES:
+        status = http.get_statuscode() if (http is not None and record.rec_type == "response") else None
+        if status is not None and not status.startswith("2"):
+            row.update(stage=STAGE, reason="read:http_status", detail=f"HTTP status {status}")
+        else:
+            stream = record.content_stream()
+            head = stream.read(_SNIFF_BYTES)
+            if not _is_html(mime, head):
+                row.update(stage=STAGE, reason="read:not_html", detail=f"content type {mime or 'missing'}")
+            else:
+                payload = head + stream.read(max(0, max_payload_bytes + 1 - len(head)))
+                if len(payload) > max_payload_bytes:
+                    payload = None
+                    row.update(stage=STAGE, reason="read:too_large", detail=f"payload over {max_payload_bytes} bytes")
+    elif problem is None:
+        row.update(stage=NOT_DOCUMENT, reason=record.rec_type)
+
+    # Drain the record: a Content-Length longer than the data shows as bytes left unread.
+    while record.raw_stream.read(1 << 16):
+        pass
+    missing = getattr(record.raw_stream, "limit", 0)
+    if problem is None and missing > 0:
+        problem = f"record truncated: Content-Length {headers.get_header('Content-Length')}, {missing} bytes missing"
+    if problem is not None:
+        return row, problem
+    if payload is not None:
+        row["html"] = payload
+    return row, None
+
+
+def _length_problem(value: str | None) -> str | None:
+    if value is None:
+        return "record has no Content-Length"
+    if not value.strip().isdigit():
+        return f"invalid Content-Length {value!r}"
+    return None
+
+
+def _content_type(record) -> tuple[str | None, str | None]:
+    """(mime, charset) from the HTTP Content-Type, else from the record's own Content-Type."""
+    if record.http_headers is not None:
+        value = record.http_headers.get_header("Content-Type")
+    else:
+        value = record.content_type
+    if not value:
+        return None, None
+    parts = value.split(";")
+    mime = parts[0].strip().lower() or None
+    charset = None
+    for param in parts[1:]:
+        key, _, val = param.partition("=")
+        if key.strip().lower() == "charset":
+            charset = val.strip().strip("\"'").strip().lower() or None
+    return mime, charset
+
+
+def _is_html(mime: str | None, head: bytes) -> bool:
+    if mime:
+        return mime in HTML_TYPES
+    sniff = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    return sniff.startswith((b"<!doctype html", b"<html"))

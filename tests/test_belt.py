@@ -1,0 +1,140 @@
+"""The whole belt on a real embedded Ray: the dry run, the fixture crawl, the real WARC files, determinism."""
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import ray
+
+from pipeline import belt
+from pipeline.config import RayConfig, load_config
+from pipeline.crawl_sample import EXPECTED, verdicts, write_warc
+from pipeline.engine import start_ray
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+FIXTURES = ROOT / "tests" / "fixtures"
+REALDATA = ROOT.parent / "shared" / "realdata" / "warc"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def embedded_ray():
+    start_ray(RayConfig(num_cpus=2))
+    yield
+    ray.shutdown()
+
+
+def read_rows(folder: Path) -> list[dict]:
+    paths = sorted(folder.glob("*.parquet"))
+    return pa.concat_tables([pq.read_table(p) for p in paths]).to_pylist() if paths else []
+
+
+def run_fixture(tmp_path, name="out", overrides=(), inputs=None):
+    config = load_config(str(CONFIGS / "local.yaml"), output=str(tmp_path / name), overrides=list(overrides),
+                         inputs=inputs)
+    return belt.run(config), tmp_path / name
+
+
+def test_crawl_sample_warc_is_reproducible(tmp_path):
+    write_warc(tmp_path / "crawl_sample.warc")
+    assert (tmp_path / "crawl_sample.warc").read_bytes() == (CONFIGS / "crawl_sample.warc").read_bytes()
+
+
+def test_dry_run_gives_the_expected_table(tmp_path):
+    config = load_config(str(CONFIGS / "crawl_sample.yaml"), output=str(tmp_path / "dry"))
+    manifest = belt.run(config)
+    assert verdicts(tmp_path / "dry") == EXPECTED
+    counts = manifest["counts"]
+    assert counts["documents"] == 7 and counts["kept"] == 2
+    assert counts["rejected"] == {"language": 1, "quality": 2, "exact_dedup": 1, "near_dedup": 1}
+    assert all(manifest["invariants"].values())
+    rejects = {r["url"].rsplit("/", 1)[1]: r for r in read_rows(tmp_path / "dry" / "rejects")}
+    kept_ids = {r["url"].rsplit("/", 1)[1]: r["id"] for r in read_rows(tmp_path / "dry" / "docs")}
+    assert rejects["3"]["dup_of"] == rejects["5"]["dup_of"] == kept_ids["0"]
+
+
+def test_dry_run_command_prints_the_table(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "dry")],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    table = "\n".join(["| page | verdict |", "|---|---|"] + [f"| {i} | {v} |" for i, v in enumerate(EXPECTED)])
+    assert table in result.stdout
+
+
+def test_fixture_crawl_verdicts_match_what_was_planted(tmp_path):
+    manifest, out = run_fixture(tmp_path)
+    expected = json.loads((FIXTURES / "expected.json").read_text())["records"]
+    docs = {r["url"]: r for r in read_rows(out / "docs")}
+    rejects = read_rows(out / "rejects")
+    by_url = {r["url"]: r for r in rejects if r["url"]}
+    id_of = {**{u: r["id"] for u, r in docs.items()}, **{u: r["id"] for u, r in by_url.items()}}
+
+    for record in expected:
+        kind, url = record["kind"], record["url"]
+        if kind == "clean":
+            assert url in docs, f"clean page rejected: {url} {by_url.get(url)}"
+        elif kind == "exact_duplicate":
+            assert by_url[url]["reason"] == "exact_duplicate" and by_url[url]["dup_of"] == id_of[record["duplicate_of"]]
+        elif kind == "near_duplicate":
+            assert by_url[url]["reason"] == "near_duplicate" and by_url[url]["dup_of"] == id_of[record["duplicate_of"]]
+        elif kind == "non_english":
+            assert by_url[url]["reason"] == f"language:{record['lang']}", by_url[url]
+        elif kind == "junk":
+            assert by_url[url]["stage"] in ("language", "quality", "repetition"), by_url[url]
+        elif kind == "not_html":
+            assert by_url[url]["reason"] == "read:not_html"
+        elif kind == "http_error":
+            assert by_url[url]["reason"] == "read:http_status"
+    malformed = [r for r in rejects if r["reason"] == "read:malformed"]
+    planted = [r for r in expected if r["kind"] == "malformed"]
+    assert [(Path(r["file"]).name, r["offset"]) for r in malformed] == [(r["file"], r["offset"]) for r in planted]
+    assert f"offset {planted[0]['offset']}" in malformed[0]["detail"]
+
+    counts = manifest["counts"]
+    assert counts["records_read"] == len(expected)
+    assert counts["not_documents"] == dict(Counter(r["record_type"] for r in expected if r["kind"] == "not_document"))
+    assert counts["kept"] == sum(r["kind"] == "clean" for r in expected) == len(docs)
+    assert counts["documents"] == counts["kept"] + sum(counts["rejected"].values()) == len(docs) + len(rejects)
+    assert all(manifest["invariants"].values())
+    # the manifest on disk says the same
+    assert json.loads((out / "manifest.json").read_text())["counts"] == counts
+    assert not (out / "_work").exists()
+
+
+def test_kept_documents_carry_their_columns(tmp_path):
+    _, out = run_fixture(tmp_path, overrides=["dedup.near=false"])
+    docs = read_rows(out / "docs")
+    assert docs and all(d["lang"] == "en" and d["lang_score"] > 0.65 and len(d["text"].split()) >= 50 for d in docs)
+    assert all(isinstance(d["quality_score"], float) and d["id"].startswith("<urn:uuid:") for d in docs)
+    orders = [(d["file"], d["offset"]) for d in docs]
+    assert orders == sorted(orders)
+
+
+def test_same_bytes_whatever_the_partitioning(tmp_path):
+    _, first = run_fixture(tmp_path, "a")
+    files = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+    _, second = run_fixture(tmp_path, "b", overrides=["dedup.shards=3", "read.batch_size=5"],
+                            inputs=list(reversed(files)))
+    parts = sorted(p.relative_to(first) for p in first.rglob("*.parquet"))
+    assert parts and parts == sorted(p.relative_to(second) for p in second.rglob("*.parquet"))
+    for part in parts:
+        assert (first / part).read_bytes() == (second / part).read_bytes(), part
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason=f"../shared/realdata not found at {REALDATA}: real WARC tests skipped")
+def test_every_real_warc_file_goes_through(tmp_path):
+    manifest, out = run_fixture(tmp_path, inputs=[str(REALDATA / "*")])
+    counts = manifest["counts"]
+    assert all(manifest["invariants"].values())
+    assert counts["records_read"] == counts["documents"] + sum(counts["not_documents"].values())
+    assert counts["kept"] > 0 and counts["not_documents"]["revisit"] > 100
+    malformed = Counter(Path(r["file"]).name for r in read_rows(out / "rejects") if r["reason"] == "read:malformed")
+    for name in ("resiliparse__clipped.warc.gz", "warcio__bad.arc", "warcio__example-bad.warc.gz.bad",
+                 "warcio__example-trunc.warc", "warcio__example-wrong-chunks.warc.gz"):
+        assert malformed[name] >= 1, name
+    parts = {p["file"].rsplit("/", 1)[1]: p for p in manifest["inputs"]}
+    assert len(parts) == len(list(REALDATA.iterdir()))
