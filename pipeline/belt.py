@@ -93,7 +93,7 @@ def run(config: Config) -> dict:
     t = time.perf_counter()
     alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
         _alive_only, batch_format="pyarrow")
-    verdicts = dedup.run(alive, config.dedup)
+    verdicts, dedup_seconds = dedup.run(alive, config.dedup)
     timings["dedup_pass"] = time.perf_counter() - t
 
     # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
@@ -103,7 +103,8 @@ def run(config: Config) -> dict:
 
     manifest = finalize.manifest(
         config=config, out=out, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
-        stage_clock=ray.get(clock.report.remote()), pass_seconds=timings, wall_seconds=time.time() - started)
+        stage_seconds={**ray.get(clock.report.remote()), **dedup_seconds},
+        pass_seconds=timings, wall_seconds=time.time() - started)
     shutil.rmtree(work)
     return manifest
 

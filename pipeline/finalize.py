@@ -97,7 +97,7 @@ def _read_back(out: Path) -> tuple[int, Counter]:
     return kept, rejected
 
 
-def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Table, stage_clock: dict,
+def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Table, stage_seconds: dict,
              pass_seconds: dict, wall_seconds: float) -> dict:
     """Sum the per-file counts, check the ledger, write manifest.json; a failed check raises InvariantError.
 
@@ -127,8 +127,9 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
     stages = {}
     alive = documents
     for stage in PER_DOCUMENT_STAGES + GLOBAL_STAGES:
-        seconds = stage_clock.get(stage, {}).get("seconds")
-        stages[stage] = {"rows_in": alive, "rejected": by_stage.get(stage, 0), "seconds": seconds}
+        seconds = stage_seconds.get(stage)
+        stages[stage] = {"rows_in": alive, "rejected": by_stage.get(stage, 0),
+                         "seconds": None if seconds is None else round(seconds, 3)}
         alive -= by_stage.get(stage, 0)
     for name, seconds in pass_seconds.items():
         stages.setdefault(name, {})["seconds"] = round(seconds, 3)

@@ -138,3 +138,10 @@ def test_every_real_warc_file_goes_through(tmp_path):
         assert malformed[name] >= 1, name
     parts = {p["file"].rsplit("/", 1)[1]: p for p in manifest["inputs"]}
     assert len(parts) == len(list(REALDATA.iterdir()))
+
+
+def test_extraction_time_limit_holds_inside_ray_workers(tmp_path):
+    manifest, out = run_fixture(tmp_path, overrides=["extract.timeout_s=0.00001", "dedup.near=false"])
+    reasons = manifest["counts"]["rejected_by_reason"]
+    assert reasons.get("extract:timeout", 0) >= 30 and manifest["counts"]["kept"] == 0, reasons
+    assert all(manifest["invariants"].values())
