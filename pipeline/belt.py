@@ -93,7 +93,7 @@ def run(config: Config) -> dict:
     t = time.perf_counter()
     alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
         _alive_only, batch_format="pyarrow")
-    verdicts, dedup_seconds = dedup.run(alive, config.dedup)
+    verdicts, dedup_seconds = dedup.run(alive, config.dedup, work)
     timings["dedup_pass"] = time.perf_counter() - t
 
     # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.

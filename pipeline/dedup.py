@@ -7,6 +7,7 @@ are the same whatever the number of workers, shards or blocks.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -15,8 +16,8 @@ import ray
 
 from pipeline.config import DedupConfig
 from pipeline.engine import collect
-from stages.dedup import (MinHasher, band_hashes, bucket_edges, components, exact_duplicates, optimal_bands,
-                          sha1_key, shard_of_hex)
+from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, exact_duplicates, optimal_bands,
+                          sha1_keys, shard_of_hex)
 
 VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()),
                             ("dup_of", pa.string())])
@@ -24,9 +25,9 @@ EXACT_SCHEMA = pa.schema([("order", pa.int64()), ("dup_of", pa.string())])
 EDGE_SCHEMA = pa.schema([("order", pa.int64()), ("linked_to", pa.int64())])
 
 
-def run(alive: ray.data.Dataset, config: DedupConfig) -> tuple[pa.Table, dict[str, float]]:
+def run(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> tuple[pa.Table, dict[str, float]]:
     """Verdicts (order, stage, reason, dup_of) for every duplicate among `alive` (order, id, text),
-    and the seconds each dedup stage took."""
+    and the seconds each dedup stage took. `work` is a scratch folder for the signatures."""
     verdicts = [VERDICT_SCHEMA.empty_table()]
     seconds = {}
     exact = EXACT_SCHEMA.empty_table()
@@ -41,7 +42,7 @@ def run(alive: ray.data.Dataset, config: DedupConfig) -> tuple[pa.Table, dict[st
             removed = exact["order"]
             alive = alive.map_batches(lambda b: b.filter(pc.invert(pc.is_in(b["order"], removed))),
                                       batch_format="pyarrow")
-        verdicts.append(_verdicts(near_dedup(alive, config), "near_dedup", "near_duplicate"))
+        verdicts.append(_verdicts(near_dedup(alive, config, work), "near_dedup", "near_duplicate"))
         seconds["near_dedup"] = time.perf_counter() - start
     return pa.concat_tables(verdicts).sort_by("order"), seconds
 
@@ -56,7 +57,7 @@ def exact_dedup(alive: ray.data.Dataset, shards: int) -> pa.Table:
     """(order, dup_of) of every document whose normalized text's SHA-1 an earlier document already has."""
 
     def keyed(batch: pa.Table) -> pa.Table:
-        keys = pa.array([sha1_key(t) for t in batch["text"].to_pylist()], pa.string())
+        keys = pa.array(sha1_keys(batch["text"]), pa.string())
         return pa.table({"order": batch["order"], "id": batch["id"], "key": keys,
                          "shard": shard_of_hex(keys, shards)})
 
@@ -65,44 +66,70 @@ def exact_dedup(alive: ray.data.Dataset, shards: int) -> pa.Table:
     return collect(duplicates, EXACT_SCHEMA)
 
 
-def near_dedup(alive: ray.data.Dataset, config: DedupConfig) -> pa.Table:
-    """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document."""
+def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.Table:
+    """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document.
+
+    1. signatures, per batch, written once to `work` (they are read twice: bands, then verification);
+    2. band buckets, hash-partitioned into shards so no worker holds all buckets; candidate pairs per shard;
+    3. verification of candidates by estimated Jaccard, with the signatures of candidate documents only;
+    4. connected components (stages.dedup.components) and each cluster's first document as survivor.
+    """
     bands, rows = (config.bands, config.rows) if config.bands else optimal_bands(
         config.threshold, config.num_perm, false_positive_weight=0.1 if config.verify else 0.5)
     hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
-    verify = config.threshold if config.verify else None
+    k, shards = config.num_perm, config.shards
+
+    def sign(batch: pa.Table) -> pa.Table:
+        signatures = hasher.signatures(batch["text"])
+        return pa.table({"order": batch["order"],
+                         "signature": pa.FixedSizeListArray.from_arrays(pa.array(signatures.ravel()), k)})
 
     def bucket_rows(batch: pa.Table) -> pa.Table:
-        """One row per (document, band): the bucket it falls in, and its signature for verification."""
-        signatures = hasher.signatures(batch["text"].to_pylist())
-        buckets = band_hashes(signatures, bands, rows)
-        n = batch.num_rows
-        columns = {
-            "order": pa.array(np.repeat(batch["order"].to_numpy(), bands)),
-            "bucket": pa.array(buckets.ravel()),
-            "shard": pa.array((buckets.ravel() % np.uint64(config.shards)).astype(np.int32)),
-        }
-        if verify is not None:
-            flat = pa.array(np.repeat(signatures, bands, axis=0).ravel())
-            columns["signature"] = pa.FixedSizeListArray.from_arrays(flat, config.num_perm)
-        assert len(columns["order"]) == n * bands
-        return pa.table(columns)
+        """One row per (document, band): the bucket it falls in and the shard that owns the bucket."""
+        buckets = band_hashes(_signature_matrix(batch, k), bands, rows).ravel()
+        return pa.table({"order": np.repeat(batch["order"].to_numpy(), bands), "bucket": buckets,
+                         "shard": (buckets % np.uint64(shards)).astype(np.int32)})
 
-    edges = (alive.map_batches(bucket_rows, batch_format="pyarrow")
-             .groupby("shard", num_partitions=config.shards)
-             .map_groups(bucket_edges, batch_format="pyarrow",
-                         fn_kwargs={"num_perm": config.num_perm, "verify_threshold": verify}))
-    survivor_of = components(collect(edges, EDGE_SCHEMA))
-    if not survivor_of:
+    folder = work / "signatures"
+    alive.map_batches(sign, batch_format="pyarrow").write_parquet(str(folder))
+    signatures = ray.data.read_parquet(str(folder))
+    candidates = collect(signatures.map_batches(bucket_rows, batch_format="pyarrow")
+                         .groupby("shard", num_partitions=shards)
+                         .map_groups(bucket_candidates, batch_format="pyarrow"), EDGE_SCHEMA)
+    sources, targets = candidates["order"].to_numpy(), candidates["linked_to"].to_numpy()
+    if config.verify and len(sources):
+        keep = _verified(signatures, sources, targets, k, config.threshold)
+        sources, targets = sources[keep], targets[keep]
+    members, survivors = components(sources, targets)
+    if not len(members):
         return EXACT_SCHEMA.empty_table()
-    ids = _ids_of(alive, set(survivor_of.values()))
-    orders = sorted(survivor_of)
-    return pa.table({"order": pa.array(orders, pa.int64()),
-                     "dup_of": pa.array([ids[survivor_of[o]] for o in orders], pa.string())})
+    ids = _ids_of(alive, survivors)
+    return pa.table({"order": pa.array(members, pa.int64()),
+                     "dup_of": pa.array([ids[s] for s in survivors.tolist()], pa.string())})
 
 
-def _ids_of(alive: ray.data.Dataset, orders: set[int]) -> dict[int, str]:
-    wanted = pa.array(sorted(orders), pa.int64())
+def _signature_matrix(batch: pa.Table, k: int) -> np.ndarray:
+    column = batch["signature"].combine_chunks() if isinstance(batch["signature"], pa.ChunkedArray) else batch["signature"]
+    return pc.list_flatten(column).to_numpy().reshape(-1, k)
+
+
+def _verified(signatures: ray.data.Dataset, sources, targets, k: int, threshold: float) -> np.ndarray:
+    """Mask of candidate pairs whose estimated Jaccard reaches the threshold. Only the signatures of
+    documents in some candidate pair come to the driver (k * 4 bytes each)."""
+    wanted = pa.array(np.unique(np.concatenate([sources, targets])))
+    found = collect(signatures.map_batches(lambda b: b.filter(pc.is_in(b["order"], wanted)), batch_format="pyarrow"),
+                    pa.schema([("order", pa.int64()), ("signature", pa.list_(pa.uint32(), k))])).sort_by("order")
+    orders, matrix = found["order"].to_numpy(), _signature_matrix(found, k)
+    a, b = np.searchsorted(orders, sources), np.searchsorted(orders, targets)
+    keep = np.zeros(len(sources), dtype=bool)
+    for start in range(0, len(sources), 1 << 16):
+        chunk = slice(start, start + (1 << 16))
+        keep[chunk] = (matrix[a[chunk]] == matrix[b[chunk]]).mean(axis=1) >= threshold
+    return keep
+
+
+def _ids_of(alive: ray.data.Dataset, orders: np.ndarray) -> dict[int, str]:
+    wanted = pa.array(np.unique(orders))
     found = collect(alive.select_columns(["order", "id"]).map_batches(
         lambda b: b.filter(pc.is_in(b["order"], wanted)), batch_format="pyarrow"),
         pa.schema([("order", pa.int64()), ("id", pa.string())]))

@@ -162,7 +162,7 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
 
 
 def _versions() -> dict:
-    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "xxhash"]
+    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "numba"]
     versions = {"python": platform.python_version()}
     for name in names:
         try:

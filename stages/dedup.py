@@ -11,24 +11,22 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import xxhash
-
-_WHITESPACE = re.compile(r"\s+")
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def normalize(text: str) -> str:
-    """Lowercase and collapse whitespace: the text exact dedup compares."""
-    return _WHITESPACE.sub(" ", text.lower()).strip()
+
+def normalize(texts: pa.Array) -> pa.Array:
+    """Lowercase and collapse whitespace: the text exact dedup compares (in Arrow, per batch)."""
+    return pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.utf8_lower(texts), r"\s+", " "))
 
 
-def sha1_key(text: str) -> str:
-    return hashlib.sha1(normalize(text).encode("utf-8")).hexdigest()
+def sha1_keys(texts: pa.Array) -> list[str]:
+    """Hex SHA-1 of each normalized text."""
+    return [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in normalize(texts).to_pylist()]
 
 
 def shard_of_hex(keys: pa.Array, shards: int) -> pa.Array:
@@ -52,60 +50,132 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def shingle_hashes(text: str, shingle_words: int = 5) -> np.ndarray:
-    """64-bit hashes of the text's word n-grams (words: lowercased whitespace tokens).
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_SHINGLE_WEIGHTS = (np.random.default_rng(0xC0FFEE).integers(0, 2**62, 64, dtype=np.uint64) * np.uint64(2)
+                    + np.uint64(1))  # odd multipliers, one per position in a shingle
 
-    Each word is hashed once; an n-gram's hash combines its words' hashes in order, so the cost is one
-    Python call per word rather than one per shingle string. A text shorter than n words is one shingle.
-    """
-    words = text.lower().split()
-    if not words:
-        return np.zeros(0, dtype=np.uint64)
-    word_hashes = np.fromiter((xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in words), np.uint64, len(words))
-    n = min(shingle_words, len(words))
-    count = len(words) - n + 1
-    combined = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(n):
-            combined = _mix64(combined ^ word_hashes[k : k + count])
-    return np.unique(combined)
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix64_scalar(x):
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def _one_permutation_kernel(data, offsets, shingle_words, salt, weights, out):
+    """For each text: split words (runs of bytes other than ASCII whitespace and U+00A0), hash each word
+    (FNV-1a, then mixed), combine each run of `shingle_words` word hashes in order into a shingle hash,
+    and keep per bin the smallest value (one-permutation hashing). Returns the shingles per text.
+
+    One pass over the bytes in compiled code: the cost is a few nanoseconds per byte."""
+    num_perm = np.uint64(out.shape[1])
+    ring = np.zeros(shingle_words, dtype=np.uint64)
+    shingles = np.zeros(len(offsets) - 1, dtype=np.int64)
+    for text in range(len(offsets) - 1):
+        count = 0
+        word = _FNV_OFFSET
+        in_word = False
+        i = offsets[text]
+        end = offsets[text + 1]
+        while i <= end:
+            space = True
+            if i < end:
+                b = data[i]
+                if b == 0xC2 and i + 1 < end and data[i + 1] == 0xA0:  # no-break space
+                    i += 1
+                elif not (b == 32 or (9 <= b <= 13)):
+                    space = False
+                    word = (word ^ np.uint64(b)) * _FNV_PRIME
+                    in_word = True
+            if space and in_word:
+                ring[count % shingle_words] = _mix64_scalar(word)
+                count += 1
+                word = _FNV_OFFSET
+                in_word = False
+                if count >= shingle_words:
+                    shingle = np.uint64(0)
+                    for k in range(shingle_words):
+                        shingle += ring[(count - shingle_words + k) % shingle_words] * weights[k]
+                    _keep_min(out, text, _mix64_scalar(_mix64_scalar(shingle) ^ salt), num_perm)
+                    shingles[text] += 1
+            i += 1
+        if 0 < count < shingle_words:  # a text shorter than one shingle is one shingle of all its words
+            shingle = np.uint64(0)
+            for k in range(count):
+                shingle += ring[k] * weights[k]
+            _keep_min(out, text, _mix64_scalar(_mix64_scalar(shingle) ^ salt), num_perm)
+            shingles[text] += 1
+    return shingles
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep_min(out, text, hashed, num_perm):
+    bin_ = (hashed >> np.uint64(32)) % num_perm
+    value = np.uint32(hashed & np.uint64(0xFFFFFFFF))
+    if value < out[text, bin_]:
+        out[text, bin_] = value
+
+
+def _string_bytes(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of a string array and its offsets, as numpy views (no per-string Python work)."""
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    texts = texts.cast(pa.large_string()).fill_null("")
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
+    data_buffer = texts.buffers()[2]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(1, np.uint8)
+    return data, offsets
 
 
 class MinHasher:
-    """MinHash signatures with `num_perm` hash functions h_i(x) = top 32 bits of (a_i * x + b_i) mod 2^64.
+    """One-permutation MinHash with optimal densification (Shrivastava, ICML 2017).
 
-    Multiply-shift over a 64-bit shingle hash is a universal family, cheap in numpy (wrapping uint64),
-    and the collision probability of one row equals the Jaccard similarity of the shingle sets.
+    Each shingle is hashed once; the hash picks one of `num_perm` bins and the bin keeps the smallest
+    value that falls in it. Empty bins (short texts) borrow the value of a bin chosen by a fixed hash
+    sequence, the same for every text, so equal bins still occur with probability equal to the Jaccard
+    similarity. Cost is O(shingles) instead of O(shingles x num_perm) for classic MinHash, with the
+    same estimator quality at this size (see docs/benchmarks.md).
     """
 
+    _ATTEMPTS = 64
+
     def __init__(self, num_perm: int = 128, shingle_words: int = 5, seed: int = 1):
-        rng = np.random.default_rng(seed)
+        if shingle_words > len(_SHINGLE_WEIGHTS):
+            raise ValueError(f"shingle_words must be at most {len(_SHINGLE_WEIGHTS)}")
         self.num_perm = num_perm
         self.shingle_words = shingle_words
-        self.a = rng.integers(1, 2**63, num_perm, dtype=np.uint64) | np.uint64(1)  # odd multipliers
-        self.b = rng.integers(0, 2**63, num_perm, dtype=np.uint64)
+        rng = np.random.default_rng(seed)
+        self.salt = np.uint64(rng.integers(0, 2**63, dtype=np.uint64))
+        self.borrow_from = rng.integers(0, num_perm, (num_perm, self._ATTEMPTS))
 
-    def signatures(self, texts: list[str], chunk: int = 1 << 15) -> np.ndarray:
-        """(len(texts), num_perm) uint32 signatures, computed over the whole batch at once."""
-        hashes = [shingle_hashes(t, self.shingle_words) for t in texts]
-        lengths = np.array([len(h) for h in hashes], dtype=np.int64)
-        out = np.full((len(texts), self.num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
-        if lengths.sum() == 0:
-            return out
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        flat = np.concatenate(hashes)
-        first = 0
-        while first < len(texts):  # groups of whole documents of about `chunk` shingles
-            last = max(first + 1, int(np.searchsorted(ends, starts[first] + chunk, side="right")))
-            docs = np.arange(first, last)[lengths[first:last] > 0]
-            if len(docs):
-                block = flat[starts[docs[0]] : ends[docs[-1]]]
-                with np.errstate(over="ignore"):
-                    values = ((block[:, None] * self.a + self.b) >> np.uint64(32)).astype(np.uint32)
-                out[docs] = np.minimum.reduceat(values, starts[docs] - starts[docs[0]], axis=0)
-            first = last
+    def signatures(self, texts) -> np.ndarray:
+        """(len(texts), num_perm) uint32 signatures of a batch (pyarrow string array or list of str).
+        Words are compared lowercased."""
+        texts = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.string())
+        data, offsets = _string_bytes(pc.utf8_lower(texts))
+        empty = np.iinfo(np.uint32).max
+        out = np.full((len(texts), self.num_perm), empty, dtype=np.uint32)
+        shingles = _one_permutation_kernel(data, offsets, self.shingle_words, self.salt, _SHINGLE_WEIGHTS, out)
+        self._densify(out, empty, has_shingles=shingles > 0)
         return out
+
+    def _densify(self, signatures: np.ndarray, empty: int, has_shingles: np.ndarray) -> None:
+        filled = signatures != empty  # before any borrowing, so a bin only ever borrows an original value
+        rows, bins = np.nonzero(~filled & has_shingles[:, None])
+        if not len(rows):
+            return
+        candidates = self.borrow_from[bins]  # (empty bins, attempts)
+        hit = filled[rows[:, None], candidates]
+        source = candidates[np.arange(len(rows)), hit.argmax(axis=1)]
+        for i in np.flatnonzero(~hit.any(axis=1)):  # very short texts: the next filled bin, circularly
+            filled_bins = np.flatnonzero(filled[rows[i]])
+            after = filled_bins[filled_bins > bins[i]]
+            source[i] = after[0] if len(after) else filled_bins[0]
+        signatures[rows, bins] = signatures[rows, source]
 
 
 def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -161,69 +231,65 @@ def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 def exact_duplicates(shard: pa.Table) -> pa.Table:
     """For rows (order, id, key): every row whose key was seen earlier in `order` -> (order, dup_of id)."""
     shard = shard.sort_by([("key", "ascending"), ("order", "ascending")])
-    keys = shard["key"].to_pylist()
-    orders = shard["order"].to_pylist()
-    ids = shard["id"].to_pylist()
-    out_order, out_dup_of = [], []
-    survivor = None
-    for i, key in enumerate(keys):
-        if i == 0 or key != keys[i - 1]:
-            survivor = ids[i]
-        else:
-            out_order.append(orders[i])
-            out_dup_of.append(survivor)
-    return pa.table({"order": pa.array(out_order, pa.int64()), "dup_of": pa.array(out_dup_of, pa.string())})
+    keys = shard["key"]
+    same_as_previous = np.r_[False, pc.equal(keys[1:], keys[:-1]).to_numpy(zero_copy_only=False)] if len(keys) else \
+        np.zeros(0, bool)
+    positions = np.arange(len(keys))
+    group_first = np.maximum.accumulate(np.where(same_as_previous, 0, positions)) if len(keys) else positions
+    duplicates = np.flatnonzero(same_as_previous)
+    return pa.table({"order": shard["order"].take(duplicates),
+                     "dup_of": shard["id"].take(group_first[duplicates])})
 
 
-def bucket_edges(shard: pa.Table, num_perm: int, verify_threshold: float | None) -> pa.Table:
-    """Edges between documents sharing an LSH bucket (rows: order, bucket, signature).
+BUCKET_WINDOW = 8  # a bucket member is linked to at most this many members just before it
 
-    Each document is linked to the earliest document of its bucket; with `verify_threshold`, to the
-    earliest one whose estimated Jaccard reaches it. Linking to one earlier member keeps every
-    connection the bucket implies without listing all pairs.
+
+def bucket_candidates(shard: pa.Table) -> pa.Table:
+    """Candidate pairs among documents sharing an LSH bucket (rows: order, bucket) -> (order, linked_to).
+
+    Members of a bucket, in the fixed order, are each linked to the first member and to the few members
+    just before them: enough to connect a bucket whose members are alike (a chain is a component too)
+    and to let verification find a similar earlier member, without listing all pairs of a big bucket.
     """
     shard = shard.sort_by([("bucket", "ascending"), ("order", "ascending")])
     buckets = shard["bucket"].to_numpy()
     orders = shard["order"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
-    ends = np.r_[starts[1:], len(buckets)]
-    signatures = None
-    if verify_threshold is not None:
-        flat = pc.list_flatten(shard["signature"]).to_numpy()
-        signatures = flat.reshape(len(shard), num_perm)
-    sources, targets = [], []
-    for start, end in zip(starts, ends):
-        if end - start < 2:
-            continue
-        for j in range(start + 1, end):
-            if signatures is None:
-                sources.append(orders[j])
-                targets.append(orders[start])
-                continue
-            for i in range(start, j):
-                if np.mean(signatures[i] == signatures[j]) >= verify_threshold:
-                    sources.append(orders[j])
-                    targets.append(orders[i])
-                    break
-    return pa.table({"order": pa.array(sources, pa.int64()), "linked_to": pa.array(targets, pa.int64())})
+    starts = np.r_[True, buckets[1:] != buckets[:-1]] if len(buckets) else np.zeros(0, bool)
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(buckets)), 0)) if len(buckets) else np.zeros(0, int)
+    sources, targets = [orders[~starts]], [orders[first[~starts]]]
+    for step in range(1, BUCKET_WINDOW + 1):
+        j = np.arange(step, len(buckets))
+        same = (buckets[j] == buckets[j - step]) & (j - step > first[j])  # the first member is linked already
+        sources.append(orders[j[same]])
+        targets.append(orders[j[same] - step])
+    pairs = np.unique(np.stack([np.concatenate(sources), np.concatenate(targets)], axis=1), axis=0) \
+        if len(buckets) else np.zeros((0, 2), np.int64)
+    return pa.table({"order": pa.array(pairs[:, 0], pa.int64()), "linked_to": pa.array(pairs[:, 1], pa.int64())})
 
 
-def components(edges: pa.Table) -> dict[int, int]:
-    """Union-find over (order, linked_to) edges: {order: smallest order of its component}, members only."""
-    parent: dict[int, int] = {}
+def components(sources: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Connected components of the graph with edges (sources[i], targets[i]) over int64 ids.
 
-    def find(x: int) -> int:
-        root = x
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while parent.get(x, x) != root:  # path compression
-            parent[x], x = root, parent[x]
-        return root
-
-    for a, b in zip(edges["order"].to_pylist(), edges["linked_to"].to_pylist()):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            low, high = min(ra, rb), max(ra, rb)
-            parent[high] = low  # the smaller order is always the root, so the root is the survivor
-            parent.setdefault(low, low)
-    return {x: find(x) for x in parent if find(x) != x}
+    Returns (members, roots): every id on an edge that is not the smallest id of its component, and that
+    smallest id, which is the survivor. Min-label propagation with pointer jumping in numpy: memory is
+    about 40 bytes per edge and 24 per node, and the number of rounds grows with the log of the longest path.
+    """
+    if len(sources) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    nodes, inverse = np.unique(np.concatenate([sources, targets]), return_inverse=True)
+    a, b = inverse[: len(sources)], inverse[len(sources):]
+    label = np.arange(len(nodes))  # nodes are sorted, so the smallest label is the smallest id
+    while True:
+        low = np.minimum(label[a], label[b])
+        before = label.copy()
+        np.minimum.at(label, a, low)
+        np.minimum.at(label, b, low)
+        while True:  # pointer jumping: follow labels to their own labels
+            jumped = label[label]
+            if np.array_equal(jumped, label):
+                break
+            label = jumped
+        if np.array_equal(label, before):
+            break
+    members = np.flatnonzero(label != np.arange(len(nodes)))
+    return nodes[members], nodes[label[members]]

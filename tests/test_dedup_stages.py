@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 from helpers import CRAWL_SAMPLE
-from stages.dedup import (MinHasher, band_hashes, bucket_edges, components, estimated_jaccard, exact_duplicates,
-                          normalize, optimal_bands, sha1_key, shingle_hashes)
+from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, estimated_jaccard,
+                          exact_duplicates, normalize, optimal_bands, sha1_keys)
 
 
 def shingles(text, n=5):
@@ -20,18 +20,20 @@ def jaccard(a, b):
 
 
 def test_normalization_and_sha1():
-    assert normalize("  The River\n\tcarries  SAND ") == "the river carries sand"
-    assert sha1_key("The River  carries") == hashlib.sha1(b"the river carries").hexdigest()
-    assert sha1_key(CRAWL_SAMPLE[0]) == sha1_key(CRAWL_SAMPLE[3])  # page 3: page 0 re-crawled
-    assert sha1_key(CRAWL_SAMPLE[0]) != sha1_key(CRAWL_SAMPLE[5])
+    assert normalize(pa.array(["  The River\n\tcarries  SAND "])).to_pylist() == ["the river carries sand"]
+    keys = sha1_keys(pa.array(["The River  carries", CRAWL_SAMPLE[0], CRAWL_SAMPLE[3], CRAWL_SAMPLE[5]]))
+    assert keys[0] == hashlib.sha1(b"the river carries").hexdigest()
+    assert keys[1] == keys[2]  # page 3: page 0 re-crawled with other capitals and spacing
+    assert keys[1] != keys[3]
 
 
-def test_shingle_hashes_match_distinct_shingles():
-    text = "a b c d e f g a b c d e"
-    assert len(shingle_hashes(text)) == len(shingles(text)) == 7
-    assert len(shingle_hashes("only three words")) == 1
-    assert len(shingle_hashes("")) == 0
-    assert np.array_equal(shingle_hashes("A B C D E"), shingle_hashes("a b c d e"))
+def test_signatures_compare_lowercased_words_and_shingles():
+    hasher = MinHasher(num_perm=64)
+    sig = hasher.signatures(["A B C D E f", "a b c d e F", "a b\u00a0c d\te  f", "a b c d e g", "x y", "", "x y"])
+    assert (sig[0] == sig[1]).all() and (sig[0] == sig[2]).all()  # case, no-break space and tabs do not matter
+    assert 0 < estimated_jaccard(sig[0], sig[3]) < 1  # one of two shingles differs
+    assert (sig[4] == sig[6]).all() and sig[4].max() < 2**32 - 1  # a short text is one shingle, densified
+    assert (sig[5] == 2**32 - 1).all()  # no words, no signature
 
 
 def test_minhash_estimate_tracks_exact_jaccard():
@@ -61,9 +63,10 @@ def test_crawl_sample_near_duplicate_estimate():
 
 def test_signatures_do_not_depend_on_batching():
     hasher = MinHasher(num_perm=64)
-    whole = hasher.signatures(CRAWL_SAMPLE, chunk=1 << 15)
-    assert np.array_equal(whole, hasher.signatures(CRAWL_SAMPLE, chunk=7))
+    whole = hasher.signatures(CRAWL_SAMPLE)
     assert np.array_equal(whole[2:4], hasher.signatures(CRAWL_SAMPLE[2:4]))
+    sliced = pa.array(CRAWL_SAMPLE).slice(3, 3)  # an Arrow slice starts inside the buffers
+    assert np.array_equal(whole[3:6], hasher.signatures(sliced))
 
 
 def test_optimal_bands_like_datasketch():
@@ -87,17 +90,19 @@ def test_exact_duplicates_keep_first_in_order():
     assert dups == [{"order": 30, "dup_of": "a"}, {"order": 40, "dup_of": "a"}]
 
 
-def test_bucket_edges_and_components():
-    sig = lambda v: [v] * 4  # noqa: E731
-    shard = pa.table({
-        "order": [5, 1, 9, 7, 1, 3],
-        "bucket": pa.array([100, 100, 100, 200, 300, 300], pa.uint64()),
-        "signature": pa.array([sig(1), sig(1), sig(2), sig(3), sig(1), sig(1)], pa.list_(pa.uint32(), 4)),
-    })
-    edges = bucket_edges(shard, num_perm=4, verify_threshold=0.9)
-    # 5 -> 1 confirmed; 9 differs from both earlier members; bucket 200 is alone; 3 -> 1 confirmed
-    assert sorted(zip(edges["order"].to_pylist(), edges["linked_to"].to_pylist())) == [(3, 1), (5, 1)]
-    unverified = bucket_edges(shard, num_perm=4, verify_threshold=None)
-    assert (9, 1) in set(zip(unverified["order"].to_pylist(), unverified["linked_to"].to_pylist()))
-    chain = pa.table({"order": [8, 6, 4, 12], "linked_to": [6, 4, 2, 11]})
-    assert components(chain) == {4: 2, 6: 2, 8: 2, 12: 11}
+def test_bucket_candidates_link_members_to_earlier_ones():
+    shard = pa.table({"order": [5, 1, 9, 7, 1, 3], "bucket": pa.array([100, 100, 100, 200, 300, 300], pa.uint64())})
+    pairs = set(zip(*(bucket_candidates(shard)[c].to_pylist() for c in ("order", "linked_to"))))
+    assert pairs == {(5, 1), (9, 1), (9, 5), (3, 1)}  # bucket 200 has one member: no pair
+    big = pa.table({"order": list(range(100)), "bucket": pa.array([7] * 100, pa.uint64())})
+    pairs = bucket_candidates(big)
+    assert pairs.num_rows < 100 * 9 and set(pairs["order"].to_pylist()) == set(range(1, 100))
+
+
+def test_components_keep_the_smallest_id():
+    members, roots = components(np.array([8, 6, 4, 12]), np.array([6, 4, 2, 11]))
+    assert dict(zip(members.tolist(), roots.tolist())) == {4: 2, 6: 2, 8: 2, 12: 11}
+    # a long chain given in the worst order still resolves to its smallest member
+    chain = np.arange(1000, 0, -1)
+    members, roots = components(chain, chain - 1)
+    assert set(roots.tolist()) == {0} and len(members) == 1000
