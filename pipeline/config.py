@@ -99,7 +99,7 @@ class DedupConfig:
     threshold: float = 0.7  # Jaccard that counts as a near duplicate
     bands: int | None = None  # with rows; None: chosen from threshold and num_perm
     rows: int | None = None
-    verify: bool = True  # confirm bucket candidates by estimated Jaccard >= threshold
+    verify: str = "exact"  # confirm bucket candidates by Jaccard >= threshold: exact, estimated or none
     shards: int = 8  # hash partitions of the dedup keys and band buckets
     seed: int = 1
 
@@ -283,6 +283,7 @@ def _check(config: Config, base: Path) -> None:
         if not os.path.isfile(config.language.model_path):
             raise ConfigError(f"language.model_path: file {config.language.model_path!r} not found")
     dedup = config.dedup
+    _choices(dedup.verify, ("exact", "estimated", "none"), "dedup.verify")
     if (dedup.bands is None) != (dedup.rows is None):
         raise ConfigError("dedup.bands and dedup.rows: give both or neither")
     if dedup.bands is not None and dedup.bands * dedup.rows > dedup.num_perm:

@@ -16,7 +16,8 @@ import ray
 
 from pipeline.config import DedupConfig
 from pipeline.engine import collect
-from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, exact_duplicates, optimal_bands,
+from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, exact_duplicates, exact_jaccard,
+                          optimal_bands, recall_bands,
                           sha1_keys, shard_of_hex)
 
 VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()),
@@ -71,11 +72,15 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
 
     1. signatures, per batch, written once to `work` (they are read twice: bands, then verification);
     2. band buckets, hash-partitioned into shards so no worker holds all buckets; candidate pairs per shard;
-    3. verification of candidates by estimated Jaccard, with the signatures of candidate documents only;
+    3. verification of candidates by exact (or estimated) Jaccard, with data of candidate documents only;
     4. connected components (stages.dedup.components) and each cluster's first document as survivor.
     """
-    bands, rows = (config.bands, config.rows) if config.bands else optimal_bands(
-        config.threshold, config.num_perm, false_positive_weight=0.1 if config.verify else 0.5)
+    if config.bands:
+        bands, rows = config.bands, config.rows
+    elif config.verify == "none":
+        bands, rows = optimal_bands(config.threshold, config.num_perm)
+    else:
+        bands, rows = recall_bands(config.threshold, config.num_perm)
     hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
     k, shards = config.num_perm, config.shards
 
@@ -97,8 +102,11 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
                          .groupby("shard", num_partitions=shards)
                          .map_groups(bucket_candidates, batch_format="pyarrow"), EDGE_SCHEMA)
     sources, targets = candidates["order"].to_numpy(), candidates["linked_to"].to_numpy()
-    if config.verify and len(sources):
-        keep = _verified(signatures, sources, targets, k, config.threshold)
+    if config.verify == "estimated" and len(sources):
+        keep = _estimate_reaches(signatures, sources, targets, k, config.threshold)
+        sources, targets = sources[keep], targets[keep]
+    elif config.verify == "exact" and len(sources):
+        keep = _jaccard_reaches(alive, hasher, sources, targets, config.threshold)
         sources, targets = sources[keep], targets[keep]
     members, survivors = components(sources, targets)
     if not len(members):
@@ -113,7 +121,28 @@ def _signature_matrix(batch: pa.Table, k: int) -> np.ndarray:
     return pc.list_flatten(column).to_numpy().reshape(-1, k)
 
 
-def _verified(signatures: ray.data.Dataset, sources, targets, k: int, threshold: float) -> np.ndarray:
+def _jaccard_reaches(alive: ray.data.Dataset, hasher: MinHasher, sources, targets, threshold: float) -> np.ndarray:
+    """Mask of candidate pairs whose exact shingle Jaccard reaches the threshold. The shingle sets of
+    documents in some candidate pair are computed by the workers and brought to the driver (8 bytes per
+    distinct shingle per candidate document)."""
+    wanted = pa.array(np.unique(np.concatenate([sources, targets])))
+
+    def shingle_sets(batch: pa.Table) -> pa.Table:
+        batch = batch.filter(pc.is_in(batch["order"], wanted))
+        sets = hasher.shingle_sets(batch["text"])
+        return pa.table({"order": batch["order"], "shingles": pa.array(sets, pa.list_(pa.uint64()))})
+
+    found = collect(alive.map_batches(shingle_sets, batch_format="pyarrow"),
+                    pa.schema([("order", pa.int64()), ("shingles", pa.list_(pa.uint64()))])).sort_by("order")
+    orders = found["order"].to_numpy()
+    column = found["shingles"].combine_chunks()
+    flat, offsets = column.values.to_numpy(), column.offsets.to_numpy()
+    a, b = np.searchsorted(orders, sources), np.searchsorted(orders, targets)
+    return np.array([exact_jaccard(flat[offsets[i]:offsets[i + 1]], flat[offsets[j]:offsets[j + 1]]) >= threshold
+                     for i, j in zip(a.tolist(), b.tolist())], dtype=bool)
+
+
+def _estimate_reaches(signatures: ray.data.Dataset, sources, targets, k: int, threshold: float) -> np.ndarray:
     """Mask of candidate pairs whose estimated Jaccard reaches the threshold. Only the signatures of
     documents in some candidate pair come to the driver (k * 4 bytes each)."""
     wanted = pa.array(np.unique(np.concatenate([sources, targets])))

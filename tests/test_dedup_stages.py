@@ -7,7 +7,7 @@ import pytest
 
 from helpers import CRAWL_SAMPLE
 from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, estimated_jaccard,
-                          exact_duplicates, normalize, optimal_bands, sha1_keys)
+                          exact_duplicates, normalize, optimal_bands, recall_bands, sha1_keys)
 
 
 def shingles(text, n=5):
@@ -74,6 +74,16 @@ def test_optimal_bands_like_datasketch():
     for threshold in (0.5, 0.7, 0.8):
         lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=128)
         assert optimal_bands(threshold, 128) == (lsh.b, lsh.r)
+
+
+def test_recall_bands_find_pairs_at_the_threshold():
+    for threshold in (0.5, 0.7, 0.8, 0.9):
+        bands, rows = recall_bands(threshold, 128)
+        assert bands * rows <= 128
+        assert 1 - (1 - threshold**rows) ** bands >= 0.98
+        fewer = 128 // (rows + 1)  # one more row per band would miss more than 2% of pairs at the threshold
+        assert 1 - (1 - threshold ** (rows + 1)) ** fewer < 0.98
+    assert recall_bands(0.7, 128) == (25, 5)
 
 
 def test_band_hashes_equal_bands_collide():

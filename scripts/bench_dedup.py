@@ -1,0 +1,280 @@
+"""Near-dedup benchmark: signature speed and estimate quality against datasketch and rensa, and the whole
+dedup (signatures, buckets, clustering, reject write) on synthetic corpora with planted near duplicates.
+
+    .venv/bin/pip install -e ".[bench]"
+    .venv/bin/python scripts/bench_dedup.py signatures            # speed and error on 2,000-word documents
+    .venv/bin/python scripts/bench_dedup.py corpus --docs 250000   # one scale point (a fresh process each)
+    .venv/bin/python scripts/bench_dedup.py all                     # signatures, then 250k, 500k, 1M
+
+The corpus: documents of about 300 words drawn from a Zipf distribution over the English vocabulary of the
+project's fixture articles plus a long tail of rare words; 20% of the documents are edited copies of
+earlier ones, with a span of words replaced so that the true 5-shingle Jaccard similarity spreads from 1.0
+(whole copies) down to 0.5. True similarities are computed exactly from the word lists.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHINGLE = 5
+COPY_SHARE = 0.2
+WORDS_PER_DOC = 300
+
+
+# ---------------------------------------------------------------------------------------------
+# corpus
+
+
+def vocabulary(rng: np.random.Generator, size: int = 50_000) -> np.ndarray:
+    source = (ROOT / "scripts" / "make_fixtures.py").read_text()
+    english = sorted(set(re.findall(r"\b[a-z]{2,12}\b", source.lower())))
+    tail = [f"{english[i % len(english)]}{i}" for i in range(size - len(english))]
+    words = np.array(english + tail)
+    rng.shuffle(words)
+    return words
+
+
+def corpus(n_docs: int, seed: int = 7):
+    """(word id matrix, copy_of) where copy_of[i] is the document i was copied from, or -1."""
+    rng = np.random.default_rng(seed)
+    vocab_size = 50_000
+    ranks = np.arange(1, vocab_size + 1)
+    p = 1.0 / ranks**1.07
+    p /= p.sum()
+    words = rng.choice(vocab_size, size=(n_docs, WORDS_PER_DOC), p=p).astype(np.int32)
+    copy_of = np.full(n_docs, -1, dtype=np.int64)
+    copies = rng.choice(np.arange(n_docs // 10, n_docs), int(n_docs * COPY_SHARE), replace=False)
+    copy_of[copies] = (rng.random(len(copies)) * copies).astype(np.int64)  # an earlier document
+    originals = copy_of[copies]
+    # a span of L replaced words changes about L + 4 shingles on each side: L from 0 to ~100 covers J 1..0.5
+    spans = rng.integers(0, 104, len(copies))
+    starts = rng.integers(0, WORDS_PER_DOC - spans + 1)
+    words[copies] = words[originals]
+    for doc, start, span in zip(copies, starts, spans):
+        words[doc, start:start + span] = rng.choice(vocab_size, span, p=p)
+    copy_of[np.isin(copy_of, copies)] = -1  # keep clusters simple: no copy of a copy
+    return words, copy_of
+
+
+def shingles(row: np.ndarray) -> set:
+    return set(zip(*(row[k:len(row) - SHINGLE + 1 + k] for k in range(SHINGLE))))
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    sa, sb = shingles(a), shingles(b)
+    return len(sa & sb) / len(sa | sb)
+
+
+def write_corpus(words: np.ndarray, vocab: np.ndarray, path: Path, chunk: int = 50_000) -> None:
+    writer = None
+    for start in range(0, len(words), chunk):
+        block = words[start:start + chunk]
+        texts = [" ".join(vocab[row]) for row in block]
+        orders = np.arange(start, start + len(block), dtype=np.int64)
+        table = pa.table({"order": orders, "id": [f"doc-{i}" for i in orders], "text": texts})
+        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer.write_table(table, row_group_size=10_000)
+    writer.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring
+
+
+class PeakMemory:
+    """Peak of the summed proportional set size (PSS) of this process and all its descendants (Ray's
+    workers included), sampled twice a second."""
+
+    def __init__(self):
+        import psutil
+
+        self.psutil, self.peak, self.running = psutil, 0, True
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        me = self.psutil.Process()
+        while self.running:
+            total = 0
+            for proc in [me] + me.children(recursive=True):
+                try:
+                    total += proc.memory_full_info().pss
+                except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                    pass
+            self.peak = max(self.peak, total)
+            time.sleep(0.5)
+
+    def stop(self) -> float:
+        self.running = False
+        self.thread.join()
+        return self.peak / 2**30
+
+
+def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
+    import ray
+
+    from pipeline import dedup
+    from pipeline.config import DedupConfig, RayConfig
+    from pipeline.engine import start_ray
+
+    work = ROOT / "out" / f"bench-dedup-{n_docs}"
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    vocab = vocabulary(rng)
+    t = time.perf_counter()
+    words, copy_of = corpus(n_docs)
+    write_corpus(words, vocab, work / "corpus.parquet")
+    generate_seconds = time.perf_counter() - t
+
+    memory = PeakMemory()
+    start_ray(RayConfig(num_cpus=2, object_store_mb=object_store_mb))
+    t = time.perf_counter()
+    cpu_before = _cpu_seconds()
+    alive = ray.data.read_parquet(str(work / "corpus.parquet"))
+    verdicts, seconds = dedup.run(alive, DedupConfig(shards=shards), work)
+    rejects = verdicts.append_column("id", pa.array([f"doc-{o}" for o in verdicts["order"].to_pylist()]))
+    pq.write_table(rejects, work / "rejects.parquet")
+    wall = time.perf_counter() - t
+    cpu = _cpu_seconds() - cpu_before
+    ray.shutdown()
+    peak_gb = memory.stop()
+
+    # quality against the planted truth
+    flagged = {o: int(d.split("-")[1]) for o, d in zip(verdicts["order"].to_pylist(), verdicts["dup_of"].to_pylist())}
+    planted = np.flatnonzero(copy_of >= 0)
+    truth = {int(c): jaccard(words[c], words[copy_of[c]]) for c in planted}
+    high = [c for c, j in truth.items() if j >= 0.8]
+    found = sum(1 for c in high if flagged.get(c) == copy_of[c])
+    pair_j = [truth[o] if copy_of[o] == s else jaccard(words[o], words[s]) for o, s in flagged.items()]
+    return {
+        "docs": n_docs, "shards": shards, "object_store_mb": object_store_mb,
+        "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "peak_pss_gb": round(peak_gb, 2),
+        "stage_seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "planted_pairs": len(truth), "pairs_j_ge_0.8": len(high),
+        "recall_j_ge_0.8": round(found / max(1, len(high)), 4),
+        "flagged": len(flagged), "precision_j_ge_0.7": round(float(np.mean(np.array(pair_j) >= 0.7)), 4),
+        "corpus_seconds": round(generate_seconds, 1),
+    }
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its descendants (Ray workers), from /proc."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me] + me.children(recursive=True):
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def signatures_benchmark(n_docs: int = 2000, words_per_doc: int = 2000) -> dict:
+    """Documents per CPU-second for signatures (shingling included) and estimate error, same documents."""
+    import datasketch
+    import rensa
+
+    from stages.dedup import MinHasher
+
+    rng = np.random.default_rng(3)
+    vocab = vocabulary(rng)
+    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.07
+    p /= p.sum()
+    ids = rng.choice(len(vocab), size=(n_docs, words_per_doc), p=p)
+    texts = [" ".join(vocab[row]) for row in ids]
+
+    def shingle_strings(text):
+        w = text.lower().split()
+        return [" ".join(w[i:i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)]
+
+    results = {}
+    hasher = MinHasher(128)
+    hasher.signatures(texts[:10])  # compile the kernel outside the timing
+    column = pa.array(texts)  # in the belt, texts arrive as an Arrow column
+    t = time.process_time()
+    hasher.signatures(column)
+    results["crawlbelt (one-permutation, numba), Arrow column"] = n_docs / (time.process_time() - t)
+    t = time.process_time()
+    hasher.signatures(texts)
+    results["crawlbelt, from Python strings"] = n_docs / (time.process_time() - t)
+
+    t = time.process_time()
+    for text in texts[:400]:
+        rensa.RMinHash(num_perm=128, seed=1).update(shingle_strings(text))
+    results["rensa 0.5.0 RMinHash"] = 400 / (time.process_time() - t)
+
+    t = time.process_time()
+    for text in texts[:200]:
+        m = datasketch.MinHash(num_perm=128)
+        m.update_batch([s.encode() for s in shingle_strings(text)])
+        m.digest()
+    results["datasketch 2.0.0 update_batch (sha1)"] = 200 / (time.process_time() - t)
+
+    # estimate error on pairs over the whole range of similarity, against exact Jaccard
+    pairs = []
+    for i in range(300):
+        a = ids[i, :300].copy()
+        b = a.copy()
+        span = rng.integers(0, 120)
+        start = rng.integers(0, 300 - span + 1)
+        b[start:start + span] = rng.choice(len(vocab), span, p=p)
+        pairs.append((" ".join(vocab[a]), " ".join(vocab[b]), jaccard(a, b)))
+    ours = MinHasher(128).signatures([x for pair in pairs for x in pair[:2]])
+    errors = {"crawlbelt": [], "datasketch": [], "rensa": []}
+    for i, (a, b, truth) in enumerate(pairs):
+        errors["crawlbelt"].append(np.mean(ours[2 * i] == ours[2 * i + 1]) - truth)
+        ma, mb = datasketch.MinHash(num_perm=128), datasketch.MinHash(num_perm=128)
+        ma.update_batch([s.encode() for s in shingle_strings(a)])
+        mb.update_batch([s.encode() for s in shingle_strings(b)])
+        errors["datasketch"].append(ma.jaccard(mb) - truth)
+        ra, rb = rensa.RMinHash(128, 1), rensa.RMinHash(128, 1)
+        ra.update(shingle_strings(a))
+        rb.update(shingle_strings(b))
+        errors["rensa"].append(ra.jaccard(rb) - truth)
+    return {
+        "docs_per_cpu_second_2000_words": {k: round(v) for k, v in results.items()},
+        "estimate_rmse_128": {k: round(float(np.sqrt(np.mean(np.square(v)))), 4) for k, v in errors.items()},
+        "estimate_bias_128": {k: round(float(np.mean(v)), 4) for k, v in errors.items()},
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["signatures", "corpus", "all"])
+    parser.add_argument("--docs", type=int, default=250_000)
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--object-store-mb", type=int, default=2048)
+    args = parser.parse_args()
+    if args.what == "signatures":
+        print(json.dumps(signatures_benchmark(), indent=2))
+    elif args.what == "corpus":
+        print(json.dumps(run_corpus(args.docs, args.shards, args.object_store_mb)))
+    else:
+        print(json.dumps(signatures_benchmark(), indent=2), flush=True)
+        for n in (250_000, 500_000, 1_000_000):  # a fresh process each, so peak memory is per scale point
+            subprocess.run([sys.executable, __file__, "corpus", "--docs", str(n), "--shards", str(args.shards),
+                            "--object-store-mb", str(args.object_store_mb)], check=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    main()
