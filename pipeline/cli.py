@@ -1,4 +1,4 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `dry-run` and `plan`."""
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `dry-run`, `train CONFIG.yaml` and `plan`."""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +24,12 @@ def parse_args(argv):
                      help="override one config value, e.g. --set language.threshold=0.8")
     dry = commands.add_parser("dry-run", help="run CRAWL_SAMPLE through the belt and print its verdict table")
     dry.add_argument("--output", help="output folder (default out/dry-run)")
+    train = commands.add_parser("train", help="train the config's transformer on a curation run's token shards")
+    train.add_argument("config", help="YAML config file with a train section")
+    train.add_argument("--data", help="curation output folder with tokens/ (replaces train.data and output)")
+    train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                       help="override one config value, e.g. --set train.steps=500")
+    train.add_argument("--stop-after", type=int, metavar="STEPS", help="stop (with a checkpoint) after this step")
     plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
     plan.add_argument("--params", required=True, help="parameters, e.g. 7.5B or 125M")
     plan.add_argument("--gpus", type=int, required=True)
@@ -40,6 +46,8 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "plan":
         return plan_command(args)
+    if args.command == "train":
+        return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     try:
         if args.command == "run":
             config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
@@ -82,3 +90,35 @@ def plan_command(args) -> int:
                    args.peak_tflops, args.mfu, args.save_seconds, args.mtbf_hours)
     print(json.dumps(figures, indent=2) if args.json else format_plan(figures))
     return 0
+
+
+def train_command(args, worker_args: list[str]) -> int:
+    """Check the config, then start the workers (torchrun or Ray Train), or be one under torchrun."""
+    overrides = list(args.overrides) + ([f"train.data={args.data}"] if args.data else [])
+    try:
+        config = load_config(args.config, overrides=overrides, for_train=True)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    from pipeline.train import launch  # imports torch: only once the config is known to be good
+
+    if launch.inside_torchrun():
+        import torch.distributed as dist
+
+        from pipeline.train.loop import train
+
+        train(config, stop_after=args.stop_after)
+        dist.destroy_process_group()
+        return 0
+    started = time.perf_counter()
+    if config.train.launcher == "ray":
+        code = launch.run_ray(config, args.stop_after)
+    else:
+        code = launch.run_torchrun(config, worker_args)
+    summary = Path(config.train.data) / "train" / "summary.json"
+    if code == 0 and summary.exists():
+        figures = json.loads(summary.read_text())
+        print(f"train: {figures['steps']} steps, final loss {figures['final_loss']:.4f}, "
+              f"{len(figures['rollbacks'])} rollbacks, {time.perf_counter() - started:.1f} s; "
+              f"run folder {summary.parent}")
+    return code
