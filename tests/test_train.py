@@ -176,6 +176,19 @@ def test_ray_train_runs_the_same_loop_with_the_same_losses(corpus, uninterrupted
     assert [steps[s]["loss"] for s in range(1, 5)] == [expected[s]["loss"] for s in range(1, 5)]
 
 
+def test_checkpoints_of_other_shards_are_not_resumed(corpus, uninterrupted, tmp_path):
+    # The curation run was redone (here: other sequence lengths) after training; its train/ folder stayed.
+    data = tmp_path / "out"
+    write_token_shards(data, seq_len=32)
+    shutil.copytree(uninterrupted / "train" / "checkpoints", data / "train" / "checkpoints")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data)],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "was made on other token shards" in result.stderr + result.stdout
+    assert not (data / "train" / "metrics.jsonl").exists()
+
+
 def test_train_without_shards_is_a_one_line_config_error(tmp_path):
     (tmp_path / "train.yaml").write_text("output: nowhere\ntrain: {steps: 3}\n")
     result = subprocess.run([sys.executable, "-m", "pipeline", "train", "train.yaml"], cwd=tmp_path,

@@ -10,6 +10,7 @@ The stream walks the shards in order and starts again at the first after the las
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from bisect import bisect_right
 from pathlib import Path
@@ -45,6 +46,11 @@ class TokenShards:
         self.starts = np.cumsum([0] + self.sizes)  # stream index of each shard's first sequence
         self.total = int(self.starts[-1])
         self._open: tuple[int, np.ndarray, np.ndarray] | None = None  # the shard last read
+
+    def fingerprint(self) -> str:
+        """What a data position means: the shards' names and sizes, the sequence length, the vocabulary."""
+        shape = [[p.name for p in self.paths], self.sizes, self.seq_len, self.vocab_size]
+        return hashlib.sha1(json.dumps(shape).encode()).hexdigest()[:16]
 
     def position(self, consumed: int) -> dict:
         """Where sequence number `consumed` of the stream is: epoch, shard and sequence within the shard."""
