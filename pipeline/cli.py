@@ -1,4 +1,4 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]` and `python -m pipeline dry-run`."""
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `dry-run`, `train CONFIG.yaml` and `plan`."""
 from __future__ import annotations
 
 import argparse
@@ -24,11 +24,30 @@ def parse_args(argv):
                      help="override one config value, e.g. --set language.threshold=0.8")
     dry = commands.add_parser("dry-run", help="run CRAWL_SAMPLE through the belt and print its verdict table")
     dry.add_argument("--output", help="output folder (default out/dry-run)")
+    train = commands.add_parser("train", help="train the config's transformer on a curation run's token shards")
+    train.add_argument("config", help="YAML config file with a train section")
+    train.add_argument("--data", help="curation output folder with tokens/ (replaces train.data and output)")
+    train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                       help="override one config value, e.g. --set train.steps=500")
+    train.add_argument("--stop-after", type=int, metavar="STEPS", help="stop (with a checkpoint) after this step")
+    plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
+    plan.add_argument("--params", required=True, help="parameters, e.g. 7.5B or 125M")
+    plan.add_argument("--gpus", type=int, required=True)
+    plan.add_argument("--tokens", help="training tokens, e.g. 300B (default: 20 per parameter)")
+    plan.add_argument("--peak-tflops", type=float, default=989.0, help="per GPU (default: H100/H200 bf16 dense)")
+    plan.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilization reached (default 0.4)")
+    plan.add_argument("--save-seconds", type=float, help="checkpoint save time C")
+    plan.add_argument("--mtbf-hours", type=float, help="mean time between failures M of the whole job")
+    plan.add_argument("--json", action="store_true", help="print the figures as JSON")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "plan":
+        return plan_command(args)
+    if args.command == "train":
+        return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     try:
         if args.command == "run":
             config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
@@ -59,3 +78,47 @@ def main(argv=None) -> int:
     print(json.dumps(counts, indent=2))
     print(f"{counts['documents']} documents in {seconds:.1f} s ({counts['documents'] / seconds:.1f} documents/s)")
     return 0
+
+
+def plan_command(args) -> int:
+    from pipeline.train.plan import format_plan, parse_count, plan
+
+    if (args.save_seconds is None) != (args.mtbf_hours is None):
+        print("plan: give both --save-seconds and --mtbf-hours, or neither", file=sys.stderr)
+        return 2
+    figures = plan(parse_count(args.params), args.gpus, parse_count(args.tokens) if args.tokens else None,
+                   args.peak_tflops, args.mfu, args.save_seconds, args.mtbf_hours)
+    print(json.dumps(figures, indent=2) if args.json else format_plan(figures))
+    return 0
+
+
+def train_command(args, worker_args: list[str]) -> int:
+    """Check the config, then start the workers (torchrun or Ray Train), or be one under torchrun."""
+    overrides = list(args.overrides) + ([f"train.data={args.data}"] if args.data else [])
+    try:
+        config = load_config(args.config, overrides=overrides, for_train=True)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    from pipeline.train import launch  # imports torch: only once the config is known to be good
+
+    if launch.inside_torchrun():
+        import torch.distributed as dist
+
+        from pipeline.train.loop import train
+
+        train(config, stop_after=args.stop_after)
+        dist.destroy_process_group()
+        return 0
+    started = time.perf_counter()
+    if config.train.launcher == "ray":
+        code = launch.run_ray(config, args.stop_after)
+    else:
+        code = launch.run_torchrun(config, worker_args)
+    summary = Path(config.train.data) / "train" / "summary.json"
+    if code == 0 and summary.exists():
+        figures = json.loads(summary.read_text())
+        print(f"train: {figures['steps']} steps, final loss {figures['final_loss']:.4f}, "
+              f"{len(figures['rollbacks'])} rollbacks, {time.perf_counter() - started:.1f} s; "
+              f"run folder {summary.parent}")
+    return code

@@ -105,6 +105,58 @@ class DedupConfig:
 
 
 @dataclass
+class TransformerConfig:
+    size: str | None = None  # "125m" or "350m" sets dim, n_layers and n_heads; None: the values below
+    dim: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    ffn_dim: int | None = None  # None: about 8/3 * dim, the SwiGLU width with a 4 * dim MLP's parameters
+    tie_embeddings: bool = True
+    rope_theta: float = 10000.0
+
+
+@dataclass
+class CheckpointConfig:
+    interval: int | str | None = 100  # steps; "auto": Young's rule from the measured save time; None: at the end
+    mtbf_hours: float = 24.0  # mean time between failures, for interval: auto
+    keep: int = 3  # complete checkpoints kept
+    async_save: bool = False  # write in a background thread while training goes on
+
+
+@dataclass
+class SpikeConfig:
+    window: int = 20  # a spike: loss > factor * median of the previous `window` losses
+    factor: float = 2.0
+    persist: int = 1  # consecutive spike steps that trigger a rollback; 0: log spikes only
+
+
+@dataclass
+class TrainConfig:
+    data: str | None = None  # a curation output folder with tokens/, relative to where you run; None: `output`
+    launcher: str = "torchrun"  # torchrun (processes on this machine) or ray (Ray Train workers)
+    workers: int = 2  # processes or Ray Train workers, one per GPU with device: cuda
+    device: str = "cpu"  # cpu (gloo) or cuda (nccl)
+    precision: str = "bf16"  # bf16, fp16 (dynamic loss scaling) or fp32: the compute dtype
+    steps: int = 200
+    batch_size: int = 16  # sequences per step across all workers
+    lr: float = 3e-3
+    min_lr: float = 3e-4
+    warmup_steps: int = 20
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0  # global L2 norm
+    seed: int = 0
+    log_every: int = 10  # steps between printed lines (metrics.jsonl has every step)
+    max_restarts: int = 0  # restarts after a failure (torchrun --max-restarts, Ray FailureConfig)
+    peak_tflops: float | None = None  # for MFU on GPU; None: looked up from the device name
+    corrupt_batches: list[int] = field(default_factory=list)  # drills: replace these batches with noise
+    model: TransformerConfig = field(default_factory=TransformerConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    spike: SpikeConfig = field(default_factory=SpikeConfig)
+
+
+@dataclass
 class Config:
     sources: list[Source] = field(default_factory=list)
     output: str = "out/run"
@@ -116,6 +168,7 @@ class Config:
     repetition: RepetitionConfig = field(default_factory=RepetitionConfig)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -211,8 +264,12 @@ def load_config(
     overrides: list[str] = (),
     inputs: list[str] | None = None,
     output: str | None = None,
+    for_train: bool = False,
 ) -> Config:
-    """Read, override and validate a config; relative paths in it are taken from the config's folder."""
+    """Read, override and validate a config; relative paths in it are taken from the config's folder.
+
+    `for_train` checks the train section and its token shards instead of the curation run's inputs.
+    """
     raw: dict = {}
     base = Path.cwd()
     if path is not None:
@@ -242,7 +299,10 @@ def load_config(
     elif path is not None and not os.path.isabs(config.output):
         config.output = str(Path.cwd() / config.output)
 
-    _check(config, base)
+    if for_train:
+        _check_train(config)
+    else:
+        _check(config, base)
     return config
 
 
@@ -297,3 +357,32 @@ def _check(config: Config, base: Path) -> None:
         raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output; choose another")
     if config.read.batch_size < 1:
         raise ConfigError("read.batch_size: expected a positive integer")
+
+
+def _check_train(config: Config) -> None:
+    train = config.train
+    _choices(train.launcher, ("torchrun", "ray"), "train.launcher")
+    _choices(train.device, ("cpu", "cuda"), "train.device")
+    _choices(train.precision, ("bf16", "fp16", "fp32"), "train.precision")
+    if train.model.size is not None:
+        _choices(train.model.size, ("125m", "350m"), "train.model.size")
+    for key in ("workers", "steps", "batch_size", "log_every"):
+        if getattr(train, key) < 1:
+            raise ConfigError(f"train.{key}: expected a positive integer")
+    if train.batch_size % train.workers:
+        raise ConfigError(f"train.batch_size: {train.batch_size} sequences do not split over {train.workers} workers")
+    model = train.model
+    if model.dim % model.n_heads or (model.dim // model.n_heads) % 2:
+        raise ConfigError("train.model.dim: must be n_heads times an even head size (rotary positions)")
+    interval = train.checkpoint.interval
+    if isinstance(interval, str) and interval != "auto" or isinstance(interval, int) and interval < 1:
+        raise ConfigError(f"train.checkpoint.interval: expected a positive integer, auto or null, got {interval!r}")
+    if train.checkpoint.keep < 1:
+        raise ConfigError("train.checkpoint.keep: expected a positive integer")
+    if train.spike.window < 1 or train.spike.factor <= 1 or train.spike.persist < 0:
+        raise ConfigError("train.spike: expected window >= 1, factor > 1 and persist >= 0")
+    # The token shards: relative to where you run, like `output`.
+    train.data = os.path.abspath(train.data or config.output)
+    tokens = Path(train.data) / "tokens"
+    if not any(tokens.glob("*.parquet")):
+        raise ConfigError(f"train.data: no token shards in {str(tokens)!r} (make them with `python -m pipeline run`)")

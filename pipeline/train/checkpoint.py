@@ -1,0 +1,127 @@
+"""Checkpoints with torch.distributed.checkpoint (DCP), complete or invisible.
+
+A checkpoint is a folder `step-NNNNNNNN/`:
+  .metadata, __*.distcp   the sharded model and optimizer (DCP; loadable on another number of workers)
+  state.json              step, data position, scheduler, recent losses, rollbacks, loss scale (rank 0)
+  rng-rank<R>.pt          each worker's random number generator states
+
+Everything is written under `step-NNNNNNNN.tmp/` and renamed when the last byte is down, so a crash
+mid-save leaves a .tmp folder that is never loaded (and is removed at the next start). The rename is done
+by rank 0 once its DCP save has returned: DCP's coordinator finishes only after every rank has written
+its data. The last `keep` complete checkpoints are kept.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+COMPLETE = re.compile(r"step-(\d{8})$")
+
+
+def complete_checkpoints(folder: Path) -> list[Path]:
+    """Complete checkpoints in `folder`, oldest first."""
+    found = [p for p in folder.glob("step-*") if COMPLETE.match(p.name) and (p / ".metadata").exists()
+             and (p / "state.json").exists()] if folder.exists() else []
+    return sorted(found, key=lambda p: int(COMPLETE.match(p.name).group(1)))
+
+
+def rng_states() -> dict:
+    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    np.random.set_state(states["numpy"])
+    random.setstate(states["python"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+class Checkpointer:
+    def __init__(self, folder: Path, keep: int, async_save: bool):
+        self.folder = Path(folder)
+        self.keep = keep
+        self.rank = dist.get_rank()
+        self.pending: tuple[Future, Path] | None = None  # an async save in flight, and its .tmp folder
+        # Async saves talk over their own CPU group, so their collectives never interleave with training's.
+        self.group = dist.new_group(backend="gloo") if async_save else None
+        if self.rank == 0:
+            for stale in self.folder.glob("step-*.tmp"):
+                shutil.rmtree(stale, ignore_errors=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+        dist.barrier()
+
+    def latest(self) -> Path | None:
+        """The newest complete checkpoint, after any save in flight has finished (call on every rank)."""
+        self.wait()
+        dist.barrier()  # rank 0 may have just renamed a finished save: everyone looks after that
+        found = complete_checkpoints(self.folder)
+        return found[-1] if found else None
+
+    def save(self, step: int, model, optimizer, state: dict) -> float:
+        """Save (or, async, start saving) a checkpoint; the seconds training was held up."""
+        self.wait()
+        started = time.perf_counter()
+        tmp = self.folder / f"step-{step:08d}.tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        torch.save(rng_states(), tmp / f"rng-rank{self.rank}.pt")
+        if self.rank == 0:
+            (tmp / "state.json").write_text(json.dumps(state, indent=1))
+        model_state, optimizer_state = get_state_dict(model, optimizer)
+        tensors = {"model": model_state, "optimizer": optimizer_state}
+        if self.group is None:
+            dcp.save(tensors, checkpoint_id=str(tmp))
+            self._finish(tmp)
+            dist.barrier()
+        else:
+            # async_save copies the tensors to CPU memory before it returns; the writing goes on in a thread.
+            self.pending = (dcp.async_save(tensors, checkpoint_id=str(tmp), process_group=self.group), tmp)
+        return time.perf_counter() - started
+
+    def poll(self) -> None:
+        """Rank 0: publish an async save as soon as it is written (cheap to call every step)."""
+        if self.pending and self.rank == 0 and self.pending[0].done():
+            self.wait()
+
+    def wait(self) -> None:
+        """Finish an async save in flight on this rank."""
+        if self.pending:
+            future, tmp = self.pending
+            self.pending = None
+            future.result()
+            self._finish(tmp)
+
+    def _finish(self, tmp: Path) -> None:
+        if self.rank != 0:
+            return
+        final = tmp.with_suffix("")
+        if final.exists():  # a checkpoint at this step from before a rollback or a crash
+            shutil.rmtree(final)
+        tmp.rename(final)
+        for old in complete_checkpoints(self.folder)[:-self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def load(self, path: Path, model, optimizer) -> dict:
+        """Load model, optimizer and this rank's RNG states from `path`; returns its state.json."""
+        model_state, optimizer_state = get_state_dict(model, optimizer)
+        tensors = {"model": model_state, "optimizer": optimizer_state}
+        dcp.load(tensors, checkpoint_id=str(path))
+        set_state_dict(model, optimizer, model_state_dict=tensors["model"], optim_state_dict=tensors["optimizer"])
+        rng = path / f"rng-rank{self.rank}.pt"
+        if rng.exists():  # absent when resuming on more workers than saved
+            set_rng_states(torch.load(rng, weights_only=False))
+        return json.loads((path / "state.json").read_text())

@@ -1,0 +1,200 @@
+"""The train stage on real torch.distributed: two CPU processes with gloo (torchrun, and once Ray Train),
+a tiny model, token shards made from the fixture crawl's articles by a real BPE tokenizer."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from token_shards import write_token_shards
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# 24 steps of 8 sequences of 64 tokens; the corpus has about 200 sequences, so the stream wraps once.
+TRAIN_YAML = """
+train:
+  steps: 24
+  batch_size: 8
+  lr: 0.003
+  warmup_steps: 4
+  log_every: 100
+  checkpoint: {interval: 4, keep: 2}
+  spike: {window: 5, factor: 2.0, persist: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("corpus")
+    write_token_shards(folder)
+    (folder / "train.yaml").write_text(TRAIN_YAML)
+    return folder
+
+
+def fresh_run(corpus: Path, folder: Path) -> Path:
+    """A curation output folder of its own (manifest and tokens), so each run has its own train/."""
+    folder.mkdir()
+    shutil.copy(corpus / "manifest.json", folder)
+    shutil.copytree(corpus / "tokens", folder / "tokens")
+    return folder
+
+
+def train(corpus: Path, data: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"),
+                             "--data", str(data), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def metrics(data: Path) -> tuple[dict[int, dict], list[dict]]:
+    """The last record of each step, and the events, from the run's metrics.jsonl."""
+    steps, events = {}, []
+    for line in (data / "train" / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if "event" in record:
+            events.append(record)
+        else:
+            steps[record["step"]] = record
+    return steps, events
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(corpus, tmp_path_factory):
+    data = fresh_run(corpus, tmp_path_factory.mktemp("uninterrupted") / "out")
+    train(corpus, data)
+    return data
+
+
+def test_loss_falls_with_bf16_compute_and_fp32_master_weights(uninterrupted):
+    steps, events = metrics(uninterrupted)
+    assert sorted(steps) == list(range(1, 25))
+    losses = [steps[s]["loss"] for s in range(1, 25)]
+    assert sum(losses[:3]) / 3 - sum(losses[-3:]) / 3 > 0.5, losses
+    lrs = [steps[s]["lr"] for s in range(1, 25)]
+    assert lrs[:4] == sorted(lrs[:4]) and lrs[4:] == sorted(lrs[4:], reverse=True)  # warmup, then cosine
+    assert all(steps[s]["grad_norm"] > 0 and steps[s]["tokens_per_s"] > 0 for s in steps)
+    summary = json.loads((uninterrupted / "train" / "summary.json").read_text())
+    assert summary["compute_dtype"] == "torch.bfloat16" and summary["master_dtype"] == "torch.float32"
+    assert summary["bytes_per_parameter"] == 16.0  # fp32 master 4 + fp32 gradient 4 + Adam 8, over 2 shards
+    assert [e["step"] for e in events if e["event"] == "checkpoint"] == [4, 8, 12, 16, 20, 24]
+    kept = sorted(p.name for p in (uninterrupted / "train" / "checkpoints").iterdir())
+    assert kept == ["step-00000020", "step-00000024"]
+
+
+def test_stop_and_resume_gives_the_same_losses_bit_for_bit(corpus, uninterrupted, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    # Asynchronous saves here, synchronous in the uninterrupted run: both must hold the same state.
+    train(corpus, data, "--stop-after", "10", "--set", "train.checkpoint.async_save=true")
+    checkpoints = data / "train" / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-00000008", "step-00000010"]
+    # A save that was cut off: complete-looking files under the .tmp name. It must never be loaded.
+    shutil.copytree(checkpoints / "step-00000010", checkpoints / "step-00000012.tmp")
+    state = json.loads((checkpoints / "step-00000012.tmp" / "state.json").read_text())
+    (checkpoints / "step-00000012.tmp" / "state.json").write_text(json.dumps({**state, "step": 12}))
+    result = train(corpus, data, "--set", "train.checkpoint.async_save=true")
+    assert "resumed from" in result.stdout and "step-00000010 at step 10" in result.stdout
+    assert not (checkpoints / "step-00000012.tmp").exists()
+
+    expected, _ = metrics(uninterrupted)
+    resumed, events = metrics(data)
+    assert [e["step"] for e in events if e["event"] == "resume"] == [10]
+    for step in range(1, 25):
+        for key in ("loss", "grad_norm", "lr", "batch"):
+            assert resumed[step][key] == expected[step][key], (step, key)
+
+
+def test_a_corrupted_batch_spikes_and_training_rolls_back_past_it(corpus, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    # Batch 13 (step 14) becomes random tokens. To a barely trained tiny model that is only about 1.2 times
+    # its usual loss, so the drill uses f = 1.15; normal steps stay within a few percent of the median.
+    train(corpus, data, "--set", "train.corrupt_batches=[13]", "--set", "train.spike.factor=1.15")
+    steps, events = metrics(data)
+    spikes = [e for e in events if e["event"] == "spike"]
+    assert [e["step"] for e in spikes] == [14] and spikes[0]["loss"] > 1.15 * spikes[0]["median"]
+    rollbacks = [e for e in events if e["event"] == "rollback"]
+    assert rollbacks == [{"event": "rollback", "spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]}]
+    # Steps 13 and 14 were done again on the batches after the spike; training went on to the end.
+    assert steps[13]["batch"] == 14 and steps[14]["batch"] == 15 and steps[24]["batch"] == 25
+    assert steps[24]["loss"] < spikes[0]["loss"] and max(steps[s]["loss"] for s in steps) < spikes[0]["loss"]
+    summary = json.loads((data / "train" / "summary.json").read_text())
+    assert summary["steps"] == 24
+    assert summary["rollbacks"] == [{"spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]}]
+    log = (data / "train" / "log.txt").read_text()
+    assert "rolled back to step 12" in log and "skipping batches 12 to 13" in log
+
+
+def test_fp16_with_loss_scaling_and_checkpoint_interval_by_youngs_rule(corpus, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    result = train(corpus, data, "--set", "train.precision=fp16", "--set", "train.steps=8",
+                   "--set", "train.checkpoint.interval=auto", "--set", "train.checkpoint.mtbf_hours=0.001")
+    steps, events = metrics(data)
+    assert sorted(steps) == list(range(1, 9)) and all(s["loss_scale"] == 2.0 ** 16 for s in steps.values())
+    assert steps[8]["loss"] < steps[1]["loss"]
+    chosen = [e for e in events if e["event"] == "checkpoint_interval"]
+    assert chosen and chosen[0]["save_seconds"] > 0 and chosen[0]["mtbf_hours"] == 0.001
+    assert chosen[0]["interval_seconds"] == pytest.approx((2 * chosen[0]["save_seconds"] * 3.6) ** 0.5)
+    assert "checkpoint interval (auto): save C = " in result.stdout and "MTBF M = 0.001 h" in result.stdout
+    assert json.loads((data / "train" / "summary.json").read_text())["compute_dtype"] == "torch.float16"
+
+
+def test_precision_policy_and_global_grad_norm_across_shards(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                             str(ROOT / "tests" / "dist_checks.py"), str(tmp_path / "result.json")],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    checks = json.loads((tmp_path / "result.json").read_text())
+    assert checks["world"] == 2
+    precision = checks["precision"]
+    assert precision["master_dtypes"] == ["torch.float32"] and precision["optimizer_params_are_master"]
+    assert precision["moment_dtypes"] == ["torch.float32"] and precision["grad_dtypes"] == ["torch.float32"]
+    assert precision["compute_weight_dtypes"] == ["torch.bfloat16"]
+    assert precision["activation_dtypes"] == ["torch.bfloat16"] and precision["logits_dtype"] == "torch.bfloat16"
+    assert precision["master_has_values_beyond_bf16"]
+    norm = checks["grad_norm"]
+    assert norm["gathered_grad_max_error"] < 1e-6  # the sharded model's gradients are the full model's
+    assert norm["sharded_norm"] == pytest.approx(norm["gathered_norm"], rel=1e-6)
+    assert norm["sharded_norm"] == pytest.approx(norm["reference_norm"], rel=1e-5)
+    assert norm["local_shard_norm"] < 0.9 * norm["reference_norm"]  # one shard alone would be wrong
+    assert norm["returned_norm"] == norm["sharded_norm"]
+    assert norm["clipped_norm"] == pytest.approx(norm["max_norm"], rel=1e-5)
+    assert norm["clipped_direction_max_error"] < 1e-6
+
+
+def test_ray_train_runs_the_same_loop_with_the_same_losses(corpus, uninterrupted, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    result = train(corpus, data, "--stop-after", "4", "--set", "train.launcher=ray",
+                   "--set", "ray.num_cpus=2", "--set", "ray.object_store_mb=256")
+    assert "train: 4 steps" in result.stdout
+    expected, _ = metrics(uninterrupted)
+    steps, _ = metrics(data)
+    assert [steps[s]["loss"] for s in range(1, 5)] == [expected[s]["loss"] for s in range(1, 5)]
+
+
+def test_checkpoints_of_other_shards_are_not_resumed(corpus, uninterrupted, tmp_path):
+    # The curation run was redone (here: other sequence lengths) after training; its train/ folder stayed.
+    data = tmp_path / "out"
+    write_token_shards(data, seq_len=32)
+    shutil.copytree(uninterrupted / "train" / "checkpoints", data / "train" / "checkpoints")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data)],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "was made on other token shards" in result.stderr + result.stdout
+    assert not (data / "train" / "metrics.jsonl").exists()
+
+
+def test_train_without_shards_is_a_one_line_config_error(tmp_path):
+    (tmp_path / "train.yaml").write_text("output: nowhere\ntrain: {steps: 3}\n")
+    result = subprocess.run([sys.executable, "-m", "pipeline", "train", "train.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("config error: train.data: no token shards in "), result.stderr
+    assert not (tmp_path / "nowhere").exists()
