@@ -21,13 +21,13 @@ from pipeline.finalize import GLOBAL_STAGES, PER_DOCUMENT_STAGES
 
 PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "tokens_pass"]
 STYLE = """
-body { font-family: Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 0.5em 0; } td, th { padding: 3px 10px; border: 1px solid #ddd; }
 th { background: #f3f3f3; text-align: left; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .ok { color: #2a7a2a; } .bad { color: #b00; font-weight: bold; }
 .warning { background: #fff4e0; border-left: 4px solid #e1812c; padding: 6px 10px; margin: 6px 0; }
-.plots { display: flex; flex-wrap: wrap; gap: 16px; } img { border: 1px solid #eee; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; } img { border: 1px solid #eee; }
 """
 
 
@@ -51,7 +51,7 @@ def _read(folder: Path, columns: list[str]) -> pa.Table:
 def render(manifest: dict, docs: pa.Table, rejects: pa.Table, out: Path) -> str:
     counts = manifest["counts"]
     sections = [
-        f"<h1>crawlbelt run: {escape(str(out))}</h1>",
+        f"<h1>crawlbelt run: {escape(out.resolve().name)}</h1><p>{escape(str(out.resolve()))}</p>",
         _summary(manifest),
         "<h2>Funnel</h2>",
         '<div class="plots">', _funnel(manifest), _reasons(counts["rejected_by_reason"]), "</div>",
@@ -67,11 +67,11 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, out: Path) -> str:
 
 
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    head = "".join(f"<th>{escape(h)}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(
         f'<td class="n">{_fmt(v)}</td>' if i in numeric else f"<td>{escape(_fmt(v))}</td>" for i, v in enumerate(row))
         + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<table>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
 
 
 def _fmt(value) -> str:

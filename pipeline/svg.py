@@ -28,10 +28,10 @@ def hbars(title: str, labels: list[str], series: dict[str, list[float]], *, stac
     """Horizontal bars, one row per label, one bar per series (stacked or side by side)."""
     names = list(series)
     label_width = min(300, 16 + 7 * max((len(label) for label in labels), default=4))
-    bar_area = 420
+    bar_area = 300
     per_row = 18 if stacked or len(names) == 1 else 10 * len(names) + 6
-    height = 40 + per_row * max(len(labels), 1) + 16 * len(names) + 10
-    width = label_width + bar_area + 110
+    height = 40 + per_row * max(len(labels), 1) + (16 * len(names) + 6 if len(names) > 1 else 0)
+    width = label_width + bar_area + 90
     totals = [sum(values[i] for values in series.values()) if stacked else max(values[i] for values in series.values())
               for i in range(len(labels))]
     top = max(totals, default=0) or 1
@@ -65,7 +65,7 @@ def hbars(title: str, labels: list[str], series: dict[str, list[float]], *, stac
 
 def histogram(title: str, edges: list[float], counts: list[int], x_label: str) -> str:
     """Vertical bars over bins [edges[i], edges[i + 1])."""
-    width, height, left, bottom, plot_w, plot_h = 560, 260, 50, 220, 490, 170
+    width, height, left, bottom, plot_w, plot_h = 500, 250, 50, 210, 430, 160
     top = max(counts, default=0) or 1
     parts = [f'<text x="8" y="20" {FONT} font-weight="bold">{escape(title)}</text>',
              f'<line x1="{left}" y1="{bottom}" x2="{left + plot_w}" y2="{bottom}" stroke="#444"/>',

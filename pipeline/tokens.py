@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -78,6 +79,18 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
     return target.read_text()
 
 
+_encoders: dict[str, DocumentEncoder] = {}
+
+
+def _encoder(tokenizer_json: str) -> DocumentEncoder:
+    """One encoder per worker process: building one takes tens of milliseconds, and Ray Data runs many
+    short tasks on the same few worker processes."""
+    if tokenizer_json not in _encoders:
+        _encoders.clear()
+        _encoders[tokenizer_json] = DocumentEncoder(tokenizer_json)
+    return _encoders[tokenizer_json]
+
+
 class EncodeFiles:
     """Ray Data generator op: rows (path, first_doc) in; per batch of documents out: doc_index, n_tokens
     and the tokens (no end token yet)."""
@@ -87,7 +100,10 @@ class EncodeFiles:
         self.batch_size = batch_size
 
     def __call__(self, files: pa.Table):
-        encode = DocumentEncoder(self.tokenizer_json)
+        # A Ray task holds one CPU and Ray runs one per CPU: encode_batch's own thread pool would only
+        # oversubscribe the cores (its idle threads spin). tokenizers reads this at every call.
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        encode = _encoder(self.tokenizer_json)
         for path, first_doc in zip(files["path"].to_pylist(), files["first_doc"].to_pylist()):
             doc = first_doc
             for batch in pq.ParquetFile(path).iter_batches(batch_size=self.batch_size, columns=["text"]):
@@ -299,8 +315,8 @@ def _encode(curated, tokenizer_json, batch_size, work, documents):
     if not documents:
         return n_tokens, file_of, []
     rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
-    (ray.data.from_items(rows, override_num_blocks=len(rows))
-     .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=1, batch_format="pyarrow")
+    (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
+     .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=None, batch_format="pyarrow")
      .write_parquet(str(work / "encoded")))
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
     seen = 0
@@ -313,6 +329,14 @@ def _encode(curated, tokenizer_json, batch_size, work, documents):
     if seen != documents or (n_tokens < 0).any():
         raise RuntimeError(f"encode: {documents} curated documents, {seen} encoded")
     return n_tokens, file_of, encoded_files
+
+
+def _tasks_for(curated: list[CuratedFile], task_bytes: int = 64 << 20) -> int:
+    """Encode tasks: each Ray Data task costs tens of milliseconds around its work, so files are grouped,
+    but into at least two tasks per CPU so the cluster stays busy."""
+    files = [f for f in curated if f.documents]
+    size = sum(os.path.getsize(f.path) for f in files)
+    return max(1, min(len(files), max(2 * int(ray.cluster_resources().get("CPU", 1)), size // task_bytes)))
 
 
 def _pack_jobs(occurrences, layouts, file_of, encoded_files) -> list[dict]:
