@@ -3,6 +3,8 @@
     filter pass   read -> extract -> language -> quality -> repetition -> classifier   (per document)
     dedup pass    exact dedup -> near dedup                                          (global, on survivors)
     finalize      docs/ and rejects/, one part per input file, then manifest.json
+    tokens pass   tokenizer -> encode -> mixture -> pack        (curated documents, plus curated Parquet sources)
+    report        report.html
 
 The per-document stages are plain objects from `stages/`; this file only decides their order and how
 Ray Data runs them. Every row keeps moving until finalize: a stage marks a row rejected, it never
@@ -10,6 +12,7 @@ drops it, so the final counts can prove that every record left the belt exactly 
 """
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from pathlib import Path
@@ -19,13 +22,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 
-from pipeline import dedup, finalize
+from pipeline import dedup, finalize, report, tokens
 from pipeline.config import Config, expand_inputs
 from pipeline.engine import ReadFiles, StageClock, Timed, files_dataset, start_ray
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
 from stages.quality import GopherQuality, GopherRepetition
+
+log = logging.getLogger("crawlbelt")
 
 
 def document_stages(config: Config) -> list:
@@ -62,8 +67,10 @@ def document_stages(config: Config) -> list:
 
 
 def input_files(config: Config) -> list[tuple[str, str]]:
-    """(path, source) of every input file, sorted by path: the fixed order documents are numbered in."""
-    files = {path: source.name for source in config.sources for path in expand_inputs(source.input)}
+    """(path, source) of every crawl file, sorted by path: the fixed order documents are numbered in.
+    Sources of curated Parquet skip the curation passes and join at the tokens pass."""
+    files = {path: source.name for source in config.sources if not source.curated()
+             for path in expand_inputs(source.input)}
     return sorted(files.items())
 
 
@@ -78,39 +85,60 @@ def run(config: Config) -> dict:
     files = input_files(config)
     timings = {}
 
-    # Filter pass: every record of every file, through the per-document stages, to Parquet.
-    t = time.perf_counter()
-    ds = files_dataset(files).map_batches(
-        ReadFiles(config.read.batch_size, int(config.read.max_payload_mb * 1e6), clock),
-        batch_size=1, batch_format="pyarrow")
-    for stage in document_stages(config):
-        ds = ds.map_batches(Timed(stage, clock), batch_size=None, batch_format="pyarrow")
-    ds.write_parquet(str(work / "filtered"))
-    timings["filter_pass"] = time.perf_counter() - t
-    filtered = ray.data.read_parquet(str(work / "filtered"))
+    if files:
+        # Filter pass: every record of every file, through the per-document stages, to Parquet.
+        t = time.perf_counter()
+        ds = files_dataset(files).map_batches(
+            ReadFiles(config.read.batch_size, int(config.read.max_payload_mb * 1e6), clock),
+            batch_size=1, batch_format="pyarrow")
+        for stage in document_stages(config):
+            ds = ds.map_batches(Timed(stage, clock), batch_size=None, batch_format="pyarrow")
+        ds.write_parquet(str(work / "filtered"))
+        timings["filter_pass"] = time.perf_counter() - t
+        filtered = ray.data.read_parquet(str(work / "filtered"))
+        log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
+                 timings["filter_pass"])
 
-    # Dedup pass: global comparisons over the documents every per-document stage kept.
-    t = time.perf_counter()
-    alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
-        _alive_only, batch_format="pyarrow")
-    verdicts, dedup_seconds = dedup.run(alive, config.dedup, work)
-    timings["dedup_pass"] = time.perf_counter() - t
+        # Dedup pass: global comparisons over the documents every per-document stage kept.
+        t = time.perf_counter()
+        alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
+            _alive_only, batch_format="pyarrow")
+        verdicts, dedup_seconds = dedup.run(alive, config.dedup, work)
+        timings["dedup_pass"] = time.perf_counter() - t
+        log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
 
-    # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
-    t = time.perf_counter()
-    part_counts = finalize.write_parts(filtered, verdicts, out, partitions=min(len(files), config.dedup.shards))
-    timings["finalize"] = time.perf_counter() - t
+        # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
+        t = time.perf_counter()
+        part_counts = finalize.write_parts(filtered, verdicts, out, partitions=min(len(files), config.dedup.shards))
+        timings["finalize"] = time.perf_counter() - t
+    else:
+        part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
 
     manifest = finalize.manifest(
         config=config, out=out, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
         stage_seconds={**ray.get(clock.report.remote()), **dedup_seconds},
         pass_seconds=timings, wall_seconds=time.time() - started)
-    shutil.rmtree(work)
+    if files:
+        for name, row in manifest["stages"].items():
+            if "rows_in" in row:
+                log.info("%s: %d in, %d rejected, %s s", name, row["rows_in"], row["rejected"], row["seconds"])
+        log.info("finalize: %d kept, %d rejected, %.1f s", manifest["counts"]["kept"],
+                 sum(manifest["counts"]["rejected"].values()), timings["finalize"])
+
+    # Tokens pass: tokenizer, token counts, the weighted mixture, packed and shuffled token shards.
+    t = time.perf_counter()
+    result = tokens.run(config, out, tokens.curated_files(config, out, files))
+    timings["tokens_pass"] = time.perf_counter() - t
+    manifest = finalize.add_tokens(out, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
+    shutil.rmtree(work, ignore_errors=True)
+
+    # Report: one self-contained page of plots.
+    log.info("report: %s", report.write(out))
     return manifest
 
 
 def _rows_in(folder: Path) -> int:
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
+    return 0 if not folder.is_dir() else sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
 
 
 def _alive_only(batch: pa.Table) -> pa.Table:
@@ -120,7 +148,7 @@ def _alive_only(batch: pa.Table) -> pa.Table:
 def prepare_output(out: Path) -> None:
     """Clear what an earlier run left (config validation made sure the folder is a crawlbelt output)."""
     if out.exists():
-        for name in ("docs", "rejects", "_work", "manifest.json"):
+        for name in ("docs", "rejects", "tokens", "_work", "manifest.json", "report.html"):
             path = out / name
             if path.is_dir():
                 shutil.rmtree(path)

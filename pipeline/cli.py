@@ -1,4 +1,5 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `dry-run`, `train CONFIG.yaml` and `plan`."""
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `dry-run`, `report OUT_DIR`, `train CONFIG.yaml`
+and `plan`."""
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,20 @@ def parse_args(argv):
     plan.add_argument("--save-seconds", type=float, help="checkpoint save time C")
     plan.add_argument("--mtbf-hours", type=float, help="mean time between failures M of the whole job")
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
+    report = commands.add_parser("report", help="write the HTML report of a finished run (OUT_DIR/report.html)")
+    report.add_argument("out_dir", help="a run's output folder")
+    report.add_argument("--output", help="where to write the page (default OUT_DIR/report.html)")
     return parser.parse_args(argv)
+
+
+def write_report(out_dir: str, output: str | None) -> int:
+    from pipeline import report
+
+    if not (Path(out_dir) / "manifest.json").is_file():
+        print(f"report: {out_dir!r} holds no manifest.json (not a crawlbelt output)", file=sys.stderr)
+        return 2
+    print(f"report: {report.write(Path(out_dir), Path(output) if output else None)}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -48,6 +62,8 @@ def main(argv=None) -> int:
         return plan_command(args)
     if args.command == "train":
         return train_command(args, sys.argv[2:] if argv is None else argv[1:])
+    if args.command == "report":
+        return write_report(args.out_dir, args.output)
     try:
         if args.command == "run":
             config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
@@ -57,7 +73,8 @@ def main(argv=None) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
 
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.getLogger("crawlbelt").setLevel(logging.INFO)  # one line per stage and step, with counts
     from pipeline import belt  # imports Ray: only once the config is known to be good
 
     started = time.perf_counter()
@@ -74,9 +91,13 @@ def main(argv=None) -> int:
             print("dry run: the verdicts differ from CRAWL_SAMPLE's expected table", file=sys.stderr)
             return 1
         return 0
+    tokens = manifest["tokens"]
     print(f"output: {config.output}")
     print(json.dumps(counts, indent=2))
-    print(f"{counts['documents']} documents in {seconds:.1f} s ({counts['documents'] / seconds:.1f} documents/s)")
+    print(json.dumps(manifest["mixture"]["table"], indent=2))
+    print(f"{counts['documents']} documents in {seconds:.1f} s ({counts['documents'] / seconds:.1f} documents/s); "
+          f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
+          f"report: {Path(config.output) / 'report.html'}")
     return 0
 
 

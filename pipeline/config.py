@@ -13,6 +13,8 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 
@@ -23,7 +25,13 @@ class ConfigError(Exception):
 @dataclass
 class Source:
     name: str = "web"
-    input: list[str] = field(default_factory=list)  # WARC/ARC paths or globs, relative to the config file
+    input: list[str] = field(default_factory=list)  # WARC/ARC or curated .parquet paths or globs (config-relative)
+    weight: float = 1.0  # share of the token budget, relative to the other sources' weights
+
+    def curated(self) -> bool:
+        """Its inputs are already-curated documents (docs/*.parquet of an earlier run), not crawls
+        (validation makes sure a source's files are all one or all the other)."""
+        return expand_inputs(self.input)[0].endswith(".parquet")
 
 
 @dataclass
@@ -31,7 +39,7 @@ class RayConfig:
     address: str | None = None  # None: RAY_ADDRESS if set, else an embedded local Ray
     num_cpus: int | None = None  # embedded Ray only; None: all cores
     object_store_mb: int = 512  # embedded Ray only; Ray's default wants 30% of RAM in /dev/shm
-    progress_bars: bool = False
+    progress_bars: bool | None = None  # Ray Data's progress bars; None: on when stderr is a terminal
 
 
 @dataclass
@@ -157,6 +165,30 @@ class TrainConfig:
 
 
 @dataclass
+class MixtureConfig:
+    budget_tokens: int | None = None  # the token budget D; None: all tokens the sources hold
+    seed: int = 1  # the documents drawn and the shuffle of sequences across shards
+    max_passes: float = 4.0  # warn when a source is repeated more often than this
+
+
+@dataclass
+class TokenizerConfig:
+    path: str | None = None  # a tokenizer.json to use; None: train a byte-level BPE on the curated documents
+    vocab_size: int = 8192  # training only
+    eos_token: str = "<|endoftext|>"  # between documents
+    pad_token: str = "<|pad|>"  # remainder: pad; a given tokenizer without it pads with the end token
+    batch_size: int = 256  # documents per encode_batch call
+
+
+@dataclass
+class PackingConfig:
+    seq_len: int = 1024  # sequences hold seq_len + 1 tokens: inputs [:-1], targets [1:]
+    remainder: str = "drop"  # drop (and count) or pad each source's last partial sequence
+    shuffle: bool = True  # shuffle sequences across shards (from mixture.seed); false: stream order
+    sequences_per_shard: int = 8192
+
+
+@dataclass
 class Config:
     sources: list[Source] = field(default_factory=list)
     output: str = "out/run"
@@ -169,6 +201,9 @@ class Config:
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    mixture: MixtureConfig = field(default_factory=MixtureConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    packing: PackingConfig = field(default_factory=PackingConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -315,7 +350,18 @@ def _check(config: Config, base: Path) -> None:
     for i, source in enumerate(config.sources):
         if not source.input:
             raise ConfigError(f"sources[{i}].input: no input given")
-        expand_inputs(source.input)
+        files = expand_inputs(source.input)
+        curated = [f.endswith(".parquet") for f in files]
+        if any(curated) and not all(curated):
+            raise ConfigError(f"sources[{i}].input: give either crawls (WARC/ARC) or curated .parquet files, not both")
+        for f in files if all(curated) else ():
+            schema = pq.read_schema(f)
+            if "text" not in schema.names or not pa.types.is_string(schema.field("text").type):
+                raise ConfigError(f"sources[{i}].input: {f!r} has no string column 'text' (expected docs/*.parquet)")
+        if source.weight < 0:
+            raise ConfigError(f"sources[{i}].weight: expected a number >= 0, got {source.weight}")
+    if not sum(s.weight for s in config.sources) > 0:
+        raise ConfigError("sources: at least one weight must be above 0")
     _choices(config.extract.favor, ("balanced", "precision", "recall"), "extract.favor")
     _choices(config.language.method, ("fasttext", "stopwords", "fasttext+stopwords"), "language.method")
     _choices(config.classifier.kind, ("naive_bayes", "fasttext", "none"), "classifier.kind")
@@ -352,6 +398,10 @@ def _check(config: Config, base: Path) -> None:
         if getattr(dedup, key) < 1:
             raise ConfigError(f"dedup.{key}: expected a positive integer")
     out = Path(config.output)
+    for i, source in enumerate(config.sources):
+        inside = [f for f in expand_inputs(source.input) if Path(f).resolve().is_relative_to(out.resolve())]
+        if inside:
+            raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists()
                                               and not (out / "_work").exists())):
         raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output; choose another")
@@ -386,3 +436,34 @@ def _check_train(config: Config) -> None:
     tokens = Path(train.data) / "tokens"
     if not any(tokens.glob("*.parquet")):
         raise ConfigError(f"train.data: no token shards in {str(tokens)!r} (make them with `python -m pipeline run`)")
+    _check_tokens(config, base)
+
+
+def _check_tokens(config: Config, base: Path) -> None:
+    mixture, tokenizer, packing = config.mixture, config.tokenizer, config.packing
+    if mixture.budget_tokens is not None and mixture.budget_tokens < 1:
+        raise ConfigError("mixture.budget_tokens: expected a positive integer or null")
+    if mixture.max_passes <= 0:
+        raise ConfigError("mixture.max_passes: expected a number above 0")
+    _choices(packing.remainder, ("drop", "pad"), "packing.remainder")
+    for section, key in (("packing", "seq_len"), ("packing", "sequences_per_shard"), ("tokenizer", "batch_size")):
+        if getattr(getattr(config, section), key) < 1:
+            raise ConfigError(f"{section}.{key}: expected a positive integer")
+    if tokenizer.path is None:
+        if tokenizer.vocab_size < 258:  # the 256 byte tokens and the two special tokens
+            raise ConfigError("tokenizer.vocab_size: expected at least 258")
+        if tokenizer.eos_token == tokenizer.pad_token:
+            raise ConfigError("tokenizer.pad_token: must differ from tokenizer.eos_token")
+        return
+    tokenizer.path = _resolve(tokenizer.path, base)
+    if not os.path.isfile(tokenizer.path):
+        raise ConfigError(f"tokenizer.path: file {tokenizer.path!r} not found")
+    from tokenizers import Tokenizer
+
+    try:
+        loaded = Tokenizer.from_file(tokenizer.path)
+    except Exception as exc:  # tokenizers raises plain Exception on a malformed file
+        problem = str(exc).splitlines()[0]
+        raise ConfigError(f"tokenizer.path: {tokenizer.path!r} is not a tokenizer.json ({problem})") from None
+    if loaded.token_to_id(tokenizer.eos_token) is None:
+        raise ConfigError(f"tokenizer.eos_token: {tokenizer.eos_token!r} is not in {tokenizer.path!r}")

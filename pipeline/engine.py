@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections import defaultdict
 
@@ -37,7 +38,8 @@ def start_ray(settings: RayConfig) -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled"
     context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = settings.progress_bars
+    bars = settings.progress_bars
+    context.enable_progress_bars = sys.stderr.isatty() if bars is None else bars
     context.print_on_execution_start = False
     # Sort-based shuffles with a stated number of partitions start in a fraction of a second on a small
     # machine, where the default hash shuffle spends seconds starting its aggregator actors.

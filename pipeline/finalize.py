@@ -154,15 +154,42 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
         "config": config.to_dict(),
         "versions": _versions(),
     }
-    (out / "manifest.json").write_text(json.dumps(result, indent=2) + "\n")
-    failed = [name for name, ok in checks.items() if not ok]
-    if failed:
-        raise InvariantError(f"ledger check failed: {'; '.join(failed)} (see {out / 'manifest.json'})")
+    write_manifest(out, result)
+    _raise_on_failed(out, checks, "ledger")
     return result
 
 
+def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_seconds: float) -> dict:
+    """Add the tokens pass (`mixture` and `tokens` sections, its steps' seconds, its checks) to the manifest."""
+    manifest["mixture"] = result["mixture"]
+    manifest["tokens"] = result["tokens"]
+    manifest["invariants"].update(result["checks"])
+    for step, step_seconds in result["seconds"].items():
+        manifest["stages"][step] = {"seconds": round(step_seconds, 3)}
+    manifest["stages"]["tokens_pass"] = {"seconds": round(seconds, 3)}
+    manifest["outputs"]["tokens"] = ([result["tokens"]["tokenizer"]]
+                                     + [shard["path"] for shard in result["tokens"]["shards"]])
+    manifest["wall_seconds"] = round(wall_seconds, 3)
+    write_manifest(out, manifest)
+    _raise_on_failed(out, result["checks"], "token shard")
+    return manifest
+
+
+def write_manifest(out: Path, manifest: dict) -> None:
+    tmp = out / ".manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.replace(tmp, out / "manifest.json")
+
+
+def _raise_on_failed(out: Path, checks: dict, what: str) -> None:
+    failed = [name for name, ok in checks.items() if not ok]
+    if failed:
+        raise InvariantError(f"{what} check failed: {'; '.join(failed)} (see {out / 'manifest.json'})")
+
+
 def _versions() -> dict:
-    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "numba"]
+    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "numba",
+             "tokenizers"]
     versions = {"python": platform.python_version()}
     for name in names:
         try:

@@ -52,6 +52,7 @@ def test_dry_run_gives_the_expected_table(tmp_path):
     assert counts["documents"] == 7 and counts["kept"] == 2
     assert counts["rejected"] == {"language": 1, "quality": 2, "exact_dedup": 1, "near_dedup": 1}
     assert all(manifest["invariants"].values())
+    assert manifest["tokens"]["sequences"] > 0 and (tmp_path / "dry" / "report.html").is_file()
     rejects = {r["url"].rsplit("/", 1)[1]: r for r in read_rows(tmp_path / "dry" / "rejects")}
     kept_ids = {r["url"].rsplit("/", 1)[1]: r["id"] for r in read_rows(tmp_path / "dry" / "docs")}
     assert rejects["3"]["dup_of"] == rejects["5"]["dup_of"] == kept_ids["0"]
@@ -103,6 +104,18 @@ def test_fixture_crawl_verdicts_match_what_was_planted(tmp_path):
     # the manifest on disk says the same
     assert json.loads((out / "manifest.json").read_text())["counts"] == counts
     assert not (out / "_work").exists()
+    assert_training_outputs(manifest, out)
+
+
+def assert_training_outputs(manifest, out):
+    """A run ends with token shards, the tokenizer beside them, the mixture table and the report."""
+    tokens = manifest["tokens"]
+    assert tokens["sequences"] > 0 and (out / "tokens" / "tokenizer.json").is_file()
+    assert (out / "report.html").is_file()
+    assert [s["path"] for s in tokens["shards"]] == sorted(str(p.relative_to(out)) for p in out.glob("tokens/part-*"))
+    assert [row["source"] for row in manifest["mixture"]["table"]] == ["web"]
+    assert manifest["mixture"]["table"][0]["passes"] == 1.0 and manifest["mixture"]["warnings"] == []
+    assert tokens["sequences"] * (tokens["seq_len"] + 1) == sum(tokens["tokens_per_source"].values())
 
 
 def test_kept_documents_carry_their_columns(tmp_path):
@@ -115,13 +128,16 @@ def test_kept_documents_carry_their_columns(tmp_path):
 
 
 def test_same_bytes_whatever_the_partitioning(tmp_path):
-    _, first = run_fixture(tmp_path, "a")
+    tokens = ["packing.seq_len=32", "packing.sequences_per_shard=40"]
+    _, first = run_fixture(tmp_path, "a", overrides=tokens)
     files = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
-    _, second = run_fixture(tmp_path, "b", overrides=["dedup.shards=3", "read.batch_size=5"],
+    _, second = run_fixture(tmp_path, "b", overrides=tokens + ["dedup.shards=3", "read.batch_size=5",
+                                                               "tokenizer.batch_size=7"],
                             inputs=list(reversed(files)))
     parts = sorted(p.relative_to(first) for p in first.rglob("*.parquet"))
     assert parts and parts == sorted(p.relative_to(second) for p in second.rglob("*.parquet"))
-    for part in parts:
+    assert len(list((first / "tokens").glob("part-*.parquet"))) >= 3
+    for part in parts + [Path("tokens/tokenizer.json")]:
         assert (first / part).read_bytes() == (second / part).read_bytes(), part
 
 
@@ -138,6 +154,7 @@ def test_every_real_warc_file_goes_through(tmp_path):
         assert malformed[name] >= 1, name
     parts = {p["file"].rsplit("/", 1)[1]: p for p in manifest["inputs"]}
     assert len(parts) == len(list(REALDATA.iterdir()))
+    assert_training_outputs(manifest, out)
 
 
 def test_extraction_time_limit_holds_inside_ray_workers(tmp_path):
@@ -145,3 +162,6 @@ def test_extraction_time_limit_holds_inside_ray_workers(tmp_path):
     reasons = manifest["counts"]["rejected_by_reason"]
     assert reasons.get("extract:timeout", 0) >= 30 and manifest["counts"]["kept"] == 0, reasons
     assert all(manifest["invariants"].values())
+    # nothing kept: a tokenizer of bytes alone, no sequences, and still a report
+    assert manifest["tokens"]["sequences"] == 0 and manifest["tokens"]["shards"] == []
+    assert manifest["mixture"]["table"][0]["tokens_available"] == 0 and (out / "report.html").is_file()

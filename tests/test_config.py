@@ -3,9 +3,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import ConfigError, load_config
+from stages.tokens import train_bpe
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "configs" / "crawl_sample.yaml"
@@ -71,3 +74,39 @@ def test_output_that_is_not_ours_is_refused(tmp_path):
     (tmp_path / "precious" / "thesis.tex").write_text("do not delete")
     with pytest.raises(ConfigError, match="not an earlier crawlbelt output"):
         load_config(str(SAMPLE), output=str(tmp_path / "precious"))
+
+
+def test_token_settings_and_curated_sources_are_checked(tmp_path):
+    (tmp_path / "a.warc").write_bytes(b"")
+    pq.write_table(pa.table({"text": ["a document"]}), tmp_path / "docs.parquet")
+    pq.write_table(pa.table({"body": ["no text column"]}), tmp_path / "other.parquet")
+    (tmp_path / "tok.json").write_text("not json")
+    base = "classifier: {kind: none}\n"
+    cases = [
+        ("sources: [{name: web, input: [a.warc, docs.parquet]}]\n", "either crawls (WARC/ARC) or curated"),
+        ("sources: [{name: web, input: [other.parquet]}]\n", "has no string column 'text'"),
+        ("sources: [{name: web, input: [a.warc], weight: -1}]\n", "sources[0].weight: expected a number >= 0"),
+        ("sources: [{name: web, input: [a.warc], weight: 0}]\n", "at least one weight must be above 0"),
+        ("sources: [{name: web, input: [a.warc]}]\npacking: {remainder: keep}\n", "packing.remainder: expected one of"),
+        ("sources: [{name: web, input: [a.warc]}]\npacking: {seq_len: 0}\n", "packing.seq_len: expected a positive"),
+        ("sources: [{name: web, input: [a.warc]}]\nmixture: {budget_tokens: 0}\n", "mixture.budget_tokens"),
+        ("sources: [{name: web, input: [a.warc]}]\ntokenizer: {vocab_size: 100}\n", "at least 258"),
+        ("sources: [{name: web, input: [a.warc]}]\ntokenizer: {path: tok.json}\n", "is not a tokenizer.json"),
+        ("sources: [{name: web, input: [a.warc]}]\ntokenizer: {path: absent.json}\n", "not found"),
+    ]
+    for text, expected in cases:
+        with pytest.raises(ConfigError) as error:
+            load_config(write_config(tmp_path, text + base), output=str(tmp_path / "out"))
+        assert expected in str(error.value), (text, str(error.value))
+    train_bpe(iter(["some text"]), 300, ["<s>"]).save(str(tmp_path / "tok.json"))
+    with pytest.raises(ConfigError, match="tokenizer.eos_token: '<|endoftext|>' is not in"):
+        load_config(write_config(tmp_path, "sources: [{name: web, input: [a.warc]}]\ntokenizer: {path: tok.json}\n"
+                                 + base), output=str(tmp_path / "out"))
+    with pytest.raises(ConfigError, match="inside the output folder"):
+        load_config(write_config(tmp_path, "sources: [{name: web, input: [docs.parquet]}]\n" + base),
+                    output=str(tmp_path))
+    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [docs.parquet], weight: 2}]\n"
+                                      "tokenizer: {path: tok.json, eos_token: <s>}\n" + base),
+                         output=str(tmp_path / "out"))
+    assert config.sources[0].curated() and config.sources[0].weight == 2.0
+    assert config.tokenizer.path == str(tmp_path / "tok.json")

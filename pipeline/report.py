@@ -1,0 +1,193 @@
+"""The run report: one self-contained HTML page (inline CSS, plots as SVG images in data URIs) telling a
+run's story from its manifest and output files: the funnel with reject reasons, languages, quality
+scores, duplicate clusters, the mixture, tokens per source and the time each stage took.
+
+    python -m pipeline report OUT_DIR       (also written at the end of every run as OUT/report.html)
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import svg
+from pipeline.finalize import GLOBAL_STAGES, PER_DOCUMENT_STAGES
+
+PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "tokens_pass"]
+STYLE = """
+body { font-family: Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 0.5em 0; } td, th { padding: 3px 10px; border: 1px solid #ddd; }
+th { background: #f3f3f3; text-align: left; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.ok { color: #2a7a2a; } .bad { color: #b00; font-weight: bold; }
+.warning { background: #fff4e0; border-left: 4px solid #e1812c; padding: 6px 10px; margin: 6px 0; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; } img { border: 1px solid #eee; }
+"""
+
+
+def write(out: Path, path: Path | None = None) -> Path:
+    """Write the report of the run in `out` (to out/report.html unless `path` is given); returns its path."""
+    out = Path(out)
+    path = Path(path) if path else out / "report.html"
+    page = render(json.loads((out / "manifest.json").read_text()), _read(out / "docs", ["lang", "quality_score"]),
+                  _read(out / "rejects", ["stage", "reason", "dup_of"]), out)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _read(folder: Path, columns: list[str]) -> pa.Table:
+    tables = [pq.read_table(p, columns=columns) for p in sorted(folder.glob("*.parquet"))]
+    return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], pa.string()) for c in columns})
+
+
+def render(manifest: dict, docs: pa.Table, rejects: pa.Table, out: Path) -> str:
+    counts = manifest["counts"]
+    sections = [
+        f"<h1>crawlbelt run: {escape(out.resolve().name)}</h1><p>{escape(str(out.resolve()))}</p>",
+        _summary(manifest),
+        "<h2>Funnel</h2>",
+        '<div class="plots">', _funnel(manifest), _reasons(counts["rejected_by_reason"]), "</div>",
+        "<h2>Documents</h2>",
+        '<div class="plots">', _languages(docs, counts["rejected_by_reason"]), _quality(docs),
+        _duplicates(rejects), "</div>",
+        "<h2>Mixture and tokens</h2>", _mixture(manifest),
+        "<h2>Time</h2>", '<div class="plots">', _times(manifest), "</div>",
+    ]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>crawlbelt report: {escape(out.name)}</title><style>{STYLE}</style></head>\n<body>\n"
+            + "\n".join(sections) + "\n</body></html>\n")
+
+
+def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header) if any(header) else ""
+    body = "".join("<tr>" + "".join(
+        f'<td class="n">{_fmt(v)}</td>' if i in numeric else f"<td>{escape(_fmt(v))}</td>" for i, v in enumerate(row))
+        + "</tr>" for row in rows)
+    return f"<table>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _summary(manifest: dict) -> str:
+    counts = manifest["counts"]
+    tokens = manifest.get("tokens") or {}
+    rows = [["records read", counts["records_read"]], ["records that are not documents",
+                                                      sum(counts["not_documents"].values())],
+            ["documents", counts["documents"]], ["kept", counts["kept"]],
+            ["rejected", sum(counts["rejected"].values())],
+            ["token sequences", tokens.get("sequences")],
+            ["tokens in shards", sum((tokens.get("tokens_per_source") or {}).values()) if tokens else None],
+            ["wall seconds", manifest["wall_seconds"]]]
+    checks = "".join(f'<li class="{"ok" if ok else "bad"}">{"✓" if ok else "✗ FAILED"} {escape(name)}</li>'
+                     for name, ok in manifest["invariants"].items())
+    return _table(["", ""], rows, {1}) + f"<ul>{checks}</ul>"
+
+
+def _funnel(manifest: dict) -> str:
+    stages = [s for s in PER_DOCUMENT_STAGES + GLOBAL_STAGES if "rows_in" in manifest["stages"].get(s, {})]
+    rows = [manifest["stages"][s] for s in stages]
+    chart = svg.hbars(f"Documents through the stages ({manifest['counts']['documents']:,} documents)", stages,
+                      {"passed on": [r["rows_in"] - r["rejected"] for r in rows],
+                       "rejected here": [r["rejected"] for r in rows]}, stacked=True)
+    return svg.img(chart, "funnel: documents in and rejected at each stage")
+
+
+def _reasons(by_reason: dict[str, int]) -> str:
+    """A document breaking several rules of a stage counts once for each rule."""
+    rules = Counter()
+    for reason, n in by_reason.items():
+        stage, _, names = reason.partition(":")
+        for name in names.split(",") if names else [""]:
+            rules[f"{stage}:{name}" if name else stage] += n
+    top = rules.most_common(20)
+    chart = svg.hbars("Reject reasons (one count per rule broken)", [r for r, _ in top],
+                      {"documents": [n for _, n in top]})
+    return svg.img(chart, "reject reasons")
+
+
+def _languages(docs: pa.Table, by_reason: dict[str, int]) -> str:
+    kept = Counter(lang or "none" for lang in docs["lang"].to_pylist())
+    rejected = Counter({r.split(":", 1)[1]: n for r, n in by_reason.items() if r.startswith("language:")})
+    langs = [lang for lang, _ in (kept + rejected).most_common(15)]
+    chart = svg.hbars("Languages (kept documents, and those the language stage rejected)", langs,
+                      {"kept": [kept[lang] for lang in langs], "rejected": [rejected[lang] for lang in langs]},
+                      stacked=True)
+    return svg.img(chart, "languages")
+
+
+def _quality(docs: pa.Table) -> str:
+    scores = np.array([s for s in docs["quality_score"].to_pylist() if s is not None], float)
+    counts, edges = (np.histogram(scores, bins=20) if len(scores) else ([], [0.0]))
+    chart = svg.histogram(f"Quality score of kept documents ({len(scores):,})", [float(e) for e in edges],
+                          [int(c) for c in counts], "classifier score")
+    return svg.img(chart, "quality score histogram")
+
+
+def _duplicates(rejects: pa.Table) -> str:
+    """Cluster size = the kept document plus its duplicates, by the stage that found them."""
+    clusters = {"exact_dedup": Counter(), "near_dedup": Counter()}
+    for stage, dup_of in zip(rejects["stage"].to_pylist(), rejects["dup_of"].to_pylist()):
+        if dup_of is not None and stage in clusters:
+            clusters[stage][dup_of] += 1
+    sizes = {stage: Counter(min(n + 1, 10) for n in c.values()) for stage, c in clusters.items()}
+    present = sorted(set(sizes["exact_dedup"]) | set(sizes["near_dedup"]))
+    labels = [f"{s}+" if s == 10 else str(s) for s in present]
+    chart = svg.hbars("Duplicate clusters by size (documents in the cluster)", labels,
+                      {"exact": [sizes["exact_dedup"][s] for s in present],
+                       "near": [sizes["near_dedup"][s] for s in present]})
+    return svg.img(chart, "duplicate cluster sizes")
+
+
+def _mixture(manifest: dict) -> str:
+    mixture, tokens = manifest.get("mixture"), manifest.get("tokens")
+    if not mixture or not tokens:
+        return "<p>No tokens pass in this run.</p>"
+    table = mixture["table"]
+    rows = [[r["source"], r["weight"], r["documents"], r["tokens_available"], r["tokens_drawn"],
+             r["passes"], tokens["tokens_per_source"].get(r["source"], 0)] for r in table]
+    parts = [f"<p>Token budget {mixture['budget_tokens']:,}, seed {mixture['seed']}, "
+             f"warning above {mixture['max_passes']:g} passes.</p>",
+             _table(["source", "weight", "documents", "tokens available", "tokens drawn", "passes",
+                     "tokens in shards"], rows, {1, 2, 3, 4, 5, 6})]
+    parts += [f'<div class="warning">warning: {escape(w)}</div>' for w in mixture["warnings"]]
+    names = [r["source"] for r in table]
+    chart = svg.hbars("Tokens per source", names, {
+        "available": [r["tokens_available"] for r in table],
+        "drawn": [r["tokens_drawn"] for r in table],
+        "in shards": [tokens["tokens_per_source"].get(n, 0) for n in names]})
+    shards = tokens["shards"]
+    facts = [["sequence length", f"{tokens['seq_len']} (+1: inputs and shifted targets)"],
+             ["vocabulary", f"{tokens['vocab_size']:,} ids, stored as {tokens['dtype']}"],
+             ["end / pad id", f"{tokens['eos_id']} / {tokens['pad_id'] if tokens['pad_id'] is not None else '-'}"],
+             ["sequences", f"{tokens['sequences']:,} in {len(shards)} shards, shuffled: {tokens['shuffled']}"],
+             ["remainder", f"{tokens['remainder']}: {sum(tokens['dropped_tokens_per_source'].values()):,} tokens "
+                           f"dropped, {tokens['padding_tokens']:,} padding"]]
+    parts += ['<div class="plots">', svg.img(chart, "tokens per source"), _table(["token shards", ""], facts),
+              "</div>"]
+    return "\n".join(parts)
+
+
+def _times(manifest: dict) -> str:
+    stages = manifest["stages"]
+    per_doc = [s for s in PER_DOCUMENT_STAGES + GLOBAL_STAGES if (stages.get(s) or {}).get("seconds") is not None]
+    passes = [p for p in PASSES if (stages.get(p) or {}).get("seconds") is not None]
+    return (svg.img(svg.hbars("Seconds per stage (per-document stages: summed over workers)", per_doc,
+                              {"seconds": [stages[s]["seconds"] for s in per_doc]}, unit=" s"), "time per stage")
+            + svg.img(svg.hbars("Seconds per pass and step (wall clock)", passes,
+                                {"seconds": [stages[p]["seconds"] for p in passes]}, unit=" s"), "time per pass"))

@@ -1,0 +1,354 @@
+"""The mixture and tokens pass: curated documents to a weighted mixture of sources, packed into shuffled,
+fixed-length token sequences.
+
+    tokenizer   train a byte-level BPE on the curated documents in the fixed order (driver), or load one
+    encode      every curated document once, encode_batch per batch on Ray Data, to _work/encoded
+    mixture     token counts per document -> passes per source -> the documents drawn (driver)
+    pack        each drawn document cut into pieces of its sequences (Ray Data), grouped by shard,
+                put together and written as tokens/part-NNNNN.parquet
+
+Documents are numbered in one fixed order: this run's docs/ parts in input-file order, then each curated
+Parquet source's files (sorted) in config order. The tokenizer, the draws, the sequences and their
+shuffled positions are all decided from that order and the seed on the driver, and each shard is put
+together from pieces sorted by position, so the shard bytes do not depend on workers or blocks.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import ray
+
+from pipeline.config import Config, expand_inputs
+from pipeline.engine import collect
+from pipeline.finalize import write_atomic
+from stages.mixture import plan_mixture, repetition_warnings
+from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
+
+log = logging.getLogger("crawlbelt")
+SHARD_SCHEMA = pa.schema([("shard", pa.int64()), ("sequences", pa.int64()), ("counts", pa.string())])
+
+
+@dataclass
+class CuratedFile:
+    path: str
+    source: str
+    first_doc: int  # number of its first document in the fixed order
+    documents: int
+
+
+def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> list[CuratedFile]:
+    """Every file of curated documents, in the fixed order: this run's docs/ parts (part NNNNN holds the
+    kept documents of input file NNNNN), then the curated-Parquet sources' files in config order."""
+    found = [(str(p), files[int(p.stem.split("-")[1])][1]) for p in sorted((out / "docs").glob("part-*.parquet"))]
+    for source in config.sources:
+        if source.curated():
+            found += [(path, source.name) for path in expand_inputs(source.input)]
+    result, first = [], 0
+    for path, source in found:
+        documents = pq.ParquetFile(path).metadata.num_rows
+        result.append(CuratedFile(path, source, first, documents))
+        first += documents
+    return result
+
+
+def _texts(curated: list[CuratedFile]):
+    for f in curated:
+        for batch in pq.ParquetFile(f.path).iter_batches(batch_size=1024, columns=["text"]):
+            yield [t or "" for t in batch.column(0).to_pylist()]
+
+
+def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path) -> str:
+    """Train (or copy the configured) tokenizer.json into tokens/; returns its JSON text."""
+    tokens_dir.mkdir(parents=True, exist_ok=True)
+    target = tokens_dir / "tokenizer.json"
+    if config.tokenizer.path:
+        shutil.copyfile(config.tokenizer.path, target)  # honoured byte for byte
+    else:
+        special = [config.tokenizer.eos_token, config.tokenizer.pad_token]
+        train_bpe(_texts(curated), config.tokenizer.vocab_size, special).save(str(target))
+    return target.read_text()
+
+
+_encoders: dict[str, DocumentEncoder] = {}
+
+
+def _encoder(tokenizer_json: str) -> DocumentEncoder:
+    """One encoder per worker process: building one takes tens of milliseconds, and Ray Data runs many
+    short tasks on the same few worker processes."""
+    if tokenizer_json not in _encoders:
+        _encoders.clear()
+        _encoders[tokenizer_json] = DocumentEncoder(tokenizer_json)
+    return _encoders[tokenizer_json]
+
+
+class EncodeFiles:
+    """Ray Data generator op: rows (path, first_doc) in; per batch of documents out: doc_index, n_tokens
+    and the tokens (no end token yet)."""
+
+    def __init__(self, tokenizer_json: str, batch_size: int):
+        self.tokenizer_json = tokenizer_json
+        self.batch_size = batch_size
+
+    def __call__(self, files: pa.Table):
+        # A Ray task holds one CPU and Ray runs one per CPU: encode_batch's own thread pool would only
+        # oversubscribe the cores (its idle threads spin). tokenizers reads this at every call.
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        encode = _encoder(self.tokenizer_json)
+        for path, first_doc in zip(files["path"].to_pylist(), files["first_doc"].to_pylist()):
+            doc = first_doc
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=self.batch_size, columns=["text"]):
+                lengths, values = encode(batch.column(0).to_pylist())
+                offsets = np.zeros(len(lengths) + 1, np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                yield pa.table({
+                    "doc_index": pa.array(np.arange(doc, doc + len(lengths), dtype=np.int64)),
+                    "n_tokens": pa.array(lengths),
+                    "tokens": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)),
+                })
+                doc += len(lengths)
+
+
+class PackFile:
+    """Ray Data generator op: rows (path of an encoded file, its occurrences) in, the pieces of sequences
+    those occurrences fill out: shard, position (in the shuffled order), offset, source_id, tokens.
+
+    An occurrence is one drawn document: (doc_index, source_id, start in its source's stream).
+    """
+
+    def __init__(self, positions_ref, bases, sequences, seq_tokens, per_shard, eos_id, dtype):
+        self.positions_ref = positions_ref  # ObjectRef: written position of each sequence, by global id
+        self.bases = bases  # first global sequence id of each source
+        self.sequences = sequences  # sequences of each source
+        self.seq_tokens = seq_tokens
+        self.per_shard = per_shard
+        self.eos = np.array([eos_id], dtype)
+
+    def __call__(self, rows: pa.Table):
+        position_of = ray.get(self.positions_ref)
+        for path, occurrences in zip(rows["path"].to_pylist(), rows["occurrences"].to_pylist()):
+            occurrences = np.frombuffer(occurrences, np.int64).reshape(-1, 3)
+            encoded = pq.read_table(path, columns=["doc_index", "tokens"])
+            doc_index = encoded["doc_index"].to_numpy()
+            tokens = encoded["tokens"].combine_chunks()
+            offsets, values = tokens.offsets.to_numpy(), tokens.values.to_numpy()
+            by_doc = np.argsort(doc_index)
+            rows_of = by_doc[np.searchsorted(doc_index, occurrences[:, 0], sorter=by_doc)]
+            positions, starts, sources, pieces = [], [], [], []
+            for row, (_, source_id, start) in zip(rows_of, occurrences):
+                document = np.concatenate([values[offsets[row]:offsets[row + 1]], self.eos])
+                for k, offset, piece in cut(document, int(start), self.seq_tokens, int(self.sequences[source_id])):
+                    positions.append(position_of[self.bases[source_id] + k])
+                    starts.append(offset)
+                    sources.append(source_id)
+                    pieces.append(piece)
+            lengths = np.fromiter(map(len, pieces), np.int64, count=len(pieces))
+            piece_offsets = np.zeros(len(pieces) + 1, np.int64)
+            np.cumsum(lengths, out=piece_offsets[1:])
+            positions = np.array(positions, np.int64)
+            yield pa.table({
+                "shard": pa.array(positions // self.per_shard),
+                "position": pa.array(positions),
+                "offset": pa.array(np.array(starts, np.int64)),
+                "source_id": pa.array(np.array(sources, np.int64)),
+                "tokens": pa.LargeListArray.from_arrays(
+                    pa.array(piece_offsets), pa.array(np.concatenate(pieces) if pieces else self.eos[:0])),
+            })
+
+
+def write_shard(pieces: pa.Table, *, out: str, names: list[str], seq_tokens: int, fill: int, per_shard: int,
+                total: int) -> pa.Table:
+    """map_groups op: all pieces of one shard in; its sequences put together, written, counted."""
+    pieces = pieces.sort_by([("position", "ascending"), ("offset", "ascending")])
+    shard = pieces["shard"][0].as_py()
+    positions = pieces["position"].to_numpy()
+    tokens = pieces["tokens"].combine_chunks()
+    firsts, matrix, lengths = assemble(
+        positions, pieces["offset"].to_numpy(), pc.list_value_length(tokens).to_numpy(),
+        tokens.flatten().to_numpy(), seq_tokens, fill)
+    expected = np.arange(shard * per_shard, min((shard + 1) * per_shard, total))
+    if not np.array_equal(positions[firsts], expected):
+        raise RuntimeError(f"token shard {shard}: sequences missing or doubled")
+    sources = pieces["source_id"].to_numpy()[firsts]
+    write_atomic(pa.table({
+        "tokens": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), seq_tokens),
+        "source": pa.array([names[s] for s in sources], pa.string()),
+        "length": pa.array(lengths, pa.int32()),
+    }), Path(out) / "tokens" / f"part-{shard:05d}.parquet")
+    per_source = np.bincount(sources, weights=lengths, minlength=len(names)).astype(np.int64)
+    counts = {"tokens": {names[i]: int(n) for i, n in enumerate(per_source) if n},
+              "padding": int((seq_tokens - lengths).sum())}
+    return pa.table({"shard": [shard], "sequences": [len(firsts)], "counts": [json.dumps(counts)]})
+
+
+def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
+    """Tokenizer, mixture and shards; returns the manifest's `mixture` and `tokens` sections, the seconds
+    of each step, and the checks that the shards hold what was drawn."""
+    seconds = {}
+    work = out / "_work"
+    names = [s.name for s in config.sources]
+    seq_tokens = config.packing.seq_len + 1
+    pad = config.packing.remainder == "pad"
+
+    # Tokenizer: trained on every curated document in the fixed order (deterministic), or the given one.
+    t = time.perf_counter()
+    tokenizer_json = prepare_tokenizer(config, curated, out / "tokens")
+    encoder = DocumentEncoder(tokenizer_json)
+    vocab_size = encoder.plain.get_vocab_size()
+    dtype = token_dtype(vocab_size)
+    eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
+    pad_id = (encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None)
+    pad_id = eos_id if pad and pad_id is None else pad_id
+    seconds["tokenizer"] = time.perf_counter() - t
+    log.info("tokenizer: %s, %d ids (%s), %.1f s", "given" if config.tokenizer.path else "trained byte-level BPE",
+             vocab_size, dtype.name, seconds["tokenizer"])
+
+    # Encode: every curated document once; the tokens wait in _work/encoded for packing.
+    t = time.perf_counter()
+    documents = sum(f.documents for f in curated)
+    n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer.batch_size, work, documents)
+    seconds["encode"] = time.perf_counter() - t
+    log.info("encode: %d documents, %d tokens, %.1f s", documents, int(n_tokens.sum()), seconds["encode"])
+
+    # Mixture: each source's documents (with their end token), its passes, the documents drawn.
+    t = time.perf_counter()
+    doc_source = np.zeros(documents, np.int64)
+    for f in curated:
+        doc_source[f.first_doc:f.first_doc + f.documents] = names.index(f.source)
+    packed_len = np.where(n_tokens > 0, n_tokens + 1, 0)
+    members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
+    budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
+                                 config.mixture.budget_tokens, config.mixture.seed)
+    warnings = repetition_warnings(draws, config.mixture.max_passes)
+    for line in warnings:
+        log.warning("mixture: %s", line)
+    occurrences = [m[d.draws] for m, d in zip(members, draws)]
+    layouts = [stream_layout(packed_len[o], seq_tokens, pad) for o in occurrences]
+    seconds["mixture"] = time.perf_counter() - t
+    for d in draws:
+        log.info("mixture: %s (weight %g): %s passes, %d tokens drawn of %d", d.name, d.weight,
+                 "-" if d.passes is None else f"{d.passes:.2f}", d.tokens_drawn, d.tokens_available)
+
+    # Pack: sequences numbered source by source, shuffled to their written positions, written by shard.
+    t = time.perf_counter()
+    sequences = np.array([lay.sequences for lay in layouts], np.int64)
+    bases = np.concatenate([[0], np.cumsum(sequences)[:-1]]).astype(np.int64)
+    total = int(sequences.sum())
+    written_order = (np.random.default_rng([config.mixture.seed, 1]).permutation(total)
+                     if config.packing.shuffle else np.arange(total))
+    position_of = np.empty(total, np.int64)
+    position_of[written_order] = np.arange(total)
+    per_shard = config.packing.sequences_per_shard
+    shard_counts = SHARD_SCHEMA.empty_table()
+    if total:
+        jobs = _pack_jobs(occurrences, layouts, file_of, encoded_files)
+        pack = PackFile(ray.put(position_of), bases, sequences, seq_tokens, per_shard, eos_id, dtype)
+        write = {"out": str(out), "names": names, "seq_tokens": seq_tokens, "fill": pad_id if pad else eos_id,
+                 "per_shard": per_shard, "total": total}
+        shards = -(-total // per_shard)
+        pieces = ray.data.from_items(jobs, override_num_blocks=len(jobs)).map_batches(
+            pack, batch_size=1, batch_format="pyarrow")
+        shard_counts = collect(pieces.groupby("shard", num_partitions=min(shards, 16)).map_groups(
+            write_shard, batch_format="pyarrow", fn_kwargs=write), SHARD_SCHEMA).sort_by("shard")
+    shutil.rmtree(work / "encoded", ignore_errors=True)
+    seconds["pack"] = time.perf_counter() - t
+
+    tokens_written = {name: 0 for name in names}
+    padding = 0
+    for text in shard_counts["counts"].to_pylist():
+        counts = json.loads(text)
+        padding += counts["padding"]
+        for name, n in counts["tokens"].items():
+            tokens_written[name] += n
+    shard_rows = [{"path": f"tokens/part-{s:05d}.parquet", "sequences": n}
+                  for s, n in zip(shard_counts["shard"].to_pylist(), shard_counts["sequences"].to_pylist())]
+    dropped = {name: lay.dropped for name, lay in zip(names, layouts)}
+    log.info("pack: %d sequences of %d tokens in %d shards, %d tokens dropped, %d padded, %.1f s", total,
+             seq_tokens, len(shard_rows), sum(dropped.values()), padding, seconds["pack"])
+    checks = {
+        "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
+        "tokens in shards == tokens drawn - dropped":
+            all(tokens_written[n] == d.tokens_drawn - dropped[n] for n, d in zip(names, draws)),
+    }
+    return {
+        "mixture": {
+            "budget_tokens": budget,
+            "seed": config.mixture.seed,
+            "max_passes": config.mixture.max_passes,
+            "table": [d.row() for d in draws],
+            "warnings": warnings,
+        },
+        "tokens": {
+            "seq_len": config.packing.seq_len,
+            "vocab_size": vocab_size,
+            "eos_id": eos_id,
+            "pad_id": pad_id,
+            "dtype": dtype.name,
+            "tokenizer": "tokens/tokenizer.json",
+            "remainder": config.packing.remainder,
+            "shuffled": config.packing.shuffle,
+            "shards": shard_rows,
+            "sequences": total,
+            "tokens_per_source": tokens_written,
+            "dropped_tokens_per_source": dropped,
+            "padding_tokens": padding,
+        },
+        "seconds": seconds,
+        "checks": checks,
+    }
+
+
+def _encode(curated, tokenizer_json, batch_size, work, documents):
+    """Encode every curated document on Ray Data into work/encoded; returns each document's token count,
+    the encoded file it is in, and those files."""
+    n_tokens = np.full(documents, -1, np.int64)
+    file_of = np.full(documents, -1, np.int64)
+    if not documents:
+        return n_tokens, file_of, []
+    rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
+    (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
+     .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=None, batch_format="pyarrow")
+     .write_parquet(str(work / "encoded")))
+    encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
+    seen = 0
+    for i, path in enumerate(encoded_files):
+        table = pq.read_table(path, columns=["doc_index", "n_tokens"])
+        index = table["doc_index"].to_numpy()
+        n_tokens[index] = table["n_tokens"].to_numpy()
+        file_of[index] = i
+        seen += len(index)
+    if seen != documents or (n_tokens < 0).any():
+        raise RuntimeError(f"encode: {documents} curated documents, {seen} encoded")
+    return n_tokens, file_of, encoded_files
+
+
+def _tasks_for(curated: list[CuratedFile], task_bytes: int = 64 << 20) -> int:
+    """Encode tasks: each Ray Data task costs tens of milliseconds around its work, so files are grouped,
+    but into at least two tasks per CPU so the cluster stays busy."""
+    files = [f for f in curated if f.documents]
+    size = sum(os.path.getsize(f.path) for f in files)
+    return max(1, min(len(files), max(2 * int(ray.cluster_resources().get("CPU", 1)), size // task_bytes)))
+
+
+def _pack_jobs(occurrences, layouts, file_of, encoded_files) -> list[dict]:
+    """One job per encoded file: the occurrences (doc_index, source_id, stream start) of its documents."""
+    table = np.concatenate([np.stack([o, np.full(len(o), i), lay.starts], axis=1)
+                            for i, (o, lay) in enumerate(zip(occurrences, layouts))]).astype(np.int64)
+    by_file = np.argsort(file_of[table[:, 0]], kind="stable")
+    table = table[by_file]
+    files = file_of[table[:, 0]]
+    jobs = []
+    for i, path in enumerate(encoded_files):
+        rows = table[np.searchsorted(files, i, "left"):np.searchsorted(files, i, "right")]
+        if len(rows):
+            jobs.append({"path": path, "occurrences": rows.tobytes()})
+    return jobs

@@ -1,0 +1,83 @@
+"""Tokenizer and packing pieces without Ray: deterministic BPE training, encoding, cutting documents into
+sequences and putting the pieces back together."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from helpers import CRAWL_SAMPLE
+from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
+
+SPECIAL = ["<|endoftext|>", "<|pad|>"]
+TEXTS = CRAWL_SAMPLE * 3 + ["Ünïcödé — text, emoji 🌍, and tabs\tand\nnewlines.", "Zahlen 3.14159 und 42!"]
+
+
+def test_training_twice_gives_the_same_tokenizer_whatever_the_threads():
+    first = train_bpe(iter(TEXTS), 500, SPECIAL).to_str()
+    assert train_bpe(iter(TEXTS), 500, SPECIAL).to_str() == first
+    # and in another process with one thread (tokenizers counts words in parallel)
+    script = ("import json, sys; from stages.tokens import train_bpe; "
+              "print(train_bpe(iter(json.load(sys.stdin)), 500, ['<|endoftext|>', '<|pad|>']).to_str())")
+    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(TEXTS), capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "RAYON_NUM_THREADS": "1"}, check=True)
+    assert result.stdout.strip() == first
+    vocab = json.loads(first)["model"]["vocab"]
+    assert len(vocab) == 500 and vocab["<|endoftext|>"] == 0 and vocab["<|pad|>"] == 1
+
+
+def test_byte_level_tokens_decode_back_to_the_text_and_special_text_stays_text():
+    encode = DocumentEncoder(train_bpe(iter(TEXTS), 400, SPECIAL).to_str())
+    texts = TEXTS[-2:] + ["a forum post quoting <|endoftext|> and <|pad|> as text", None]
+    lengths, values = encode(texts)
+    assert values.dtype == np.uint16 and lengths[-1] == 0
+    pieces = np.split(values, np.cumsum(lengths)[:-1])
+    assert [encode.plain.decode(p.tolist()) for p in pieces] == texts[:3] + [""]
+    assert 0 not in pieces[2] and 1 not in pieces[2]  # written special tokens are not the special ids
+    # batches without such text are encoded the fast way, with the same ids
+    assert np.array_equal(encode(texts[:2])[1], values[:lengths[:2].sum()])
+
+
+def test_smallest_dtype_for_the_vocabulary():
+    assert token_dtype(258) == np.uint16 and token_dtype(65536) == np.uint16 and token_dtype(65537) == np.uint32
+
+
+@pytest.mark.parametrize("pad", [False, True])
+def test_cut_pieces_reassemble_into_the_stream(pad):
+    seq = 17
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(2, 300, n).astype(np.uint16) for n in rng.integers(0, 60, 25)]
+    docs = [np.append(d, np.uint16(0)) for d in docs]  # end token
+    layout = stream_layout(np.array([len(d) for d in docs]), seq, pad)
+    stream = np.concatenate(docs)
+    assert layout.tokens == len(stream) and layout.sequences == len(stream) // seq + (pad and len(stream) % seq > 0)
+    assert layout.dropped == (0 if pad else len(stream) % seq)
+    pieces = [(k, off, p) for d, start in zip(docs, layout.starts) for k, off, p in cut(d, int(start), seq,
+                                                                                         layout.sequences)]
+    rng.shuffle(pieces)  # pieces arrive in any order; assemble sorts nothing itself
+    pieces.sort(key=lambda p: (p[0], p[1]))
+    positions = np.array([p[0] for p in pieces])
+    offsets, sizes = np.array([p[1] for p in pieces]), np.array([len(p[2]) for p in pieces])
+    firsts, matrix, lengths = assemble(positions, offsets, sizes, np.concatenate([p[2] for p in pieces]), seq, fill=1)
+    assert list(positions[firsts]) == list(range(layout.sequences))
+    real = np.concatenate([row[:n] for row, n in zip(matrix, lengths)])
+    assert np.array_equal(real, stream[:len(real)]) and len(stream) - len(real) == layout.dropped
+    if pad:
+        assert lengths[-1] == seq - layout.padding and np.all(matrix[-1, lengths[-1]:] == 1)
+    assert np.all(lengths[:-1] == seq)
+
+
+def test_assemble_refuses_a_sequence_with_a_piece_missing():
+    values = np.arange(10, dtype=np.uint16)
+    with pytest.raises(ValueError, match="do not fit"):
+        assemble(np.array([0, 0]), np.array([0, 6]), np.array([4, 4]), values[:8], 10, fill=0)  # gap 4..6
+    with pytest.raises(ValueError, match="do not fit"):
+        assemble(np.array([0, 0, 0]), np.array([0, 4, 8]), np.array([4, 4, 4]), np.arange(12, dtype=np.uint16), 10, 0)
+
+
+def test_a_tokenizer_json_loads_back():
+    tokenizer = train_bpe(iter(TEXTS), 300, SPECIAL)
+    assert Tokenizer.from_str(tokenizer.to_str()).encode("The river").ids == tokenizer.encode("The river").ids
