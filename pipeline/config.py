@@ -407,6 +407,7 @@ def _check(config: Config, base: Path) -> None:
         raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output; choose another")
     if config.read.batch_size < 1:
         raise ConfigError("read.batch_size: expected a positive integer")
+    _check_tokens(config, base)
 
 
 def _check_train(config: Config) -> None:
@@ -436,7 +437,6 @@ def _check_train(config: Config) -> None:
     tokens = Path(train.data) / "tokens"
     if not any(tokens.glob("*.parquet")):
         raise ConfigError(f"train.data: no token shards in {str(tokens)!r} (make them with `python -m pipeline run`)")
-    _check_tokens(config, base)
 
 
 def _check_tokens(config: Config, base: Path) -> None:
