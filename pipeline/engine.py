@@ -113,7 +113,9 @@ class ReadFiles:
 
 def task_options(settings) -> dict:
     """map_batches options from a pass's `resources` settings (pipeline.config.PassResources)."""
-    options = {"num_cpus": settings.num_cpus}
+    # SPREAD: a pass's tasks go to every node with room, not first to the driver's node (Ray's default
+    # packs onto the local node while it has room, which left a worker node idle in the two-node test).
+    options = {"num_cpus": settings.num_cpus, "scheduling_strategy": "SPREAD"}
     if settings.memory_mb:
         options["memory"] = settings.memory_mb * 1024 * 1024
     if settings.concurrency:
