@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,9 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 
-from pipeline import dedup, finalize, report, tokens
+from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import ReadFiles, StageClock, Timed, files_dataset, start_ray
+from pipeline.engine import ReadFiles, StageClock, Timed, files_dataset, start_ray, task_options
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -70,13 +71,26 @@ def input_files(config: Config) -> list[tuple[str, str]]:
     """(path, source) of every crawl file, sorted by path: the fixed order documents are numbered in.
     Sources of curated Parquet skip the curation passes and join at the tokens pass."""
     files = {path: source.name for source in config.sources if not source.curated()
-             for path in expand_inputs(source.input)}
+             for path in expand_inputs(source.input, config.storage)}
     return sorted(files.items())
 
 
 def run(config: Config) -> dict:
-    """Run the belt; returns the manifest (also written to OUTPUT/manifest.json)."""
-    out = Path(config.output)
+    """Run the belt; returns the manifest (also written to OUTPUT/manifest.json).
+    An s3:// output is built in a local staging folder and uploaded once everything succeeded."""
+    if not storage.is_s3(config.output):
+        return run_into(config, Path(config.output))
+    staging = Path(config.storage.staging or tempfile.mkdtemp(prefix="crawlbelt-staging-"))
+    manifest = run_into(config, staging)
+    storage.commit_output(staging, config.output, config.storage)
+    log.info("output: uploaded to %s", config.output)
+    if config.storage.staging is None:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def run_into(config: Config, out: Path) -> dict:
+    """The whole belt, writing to the local (or shared) folder `out`."""
     prepare_output(out)
     work = out / "_work"
     started = time.time()
@@ -89,10 +103,12 @@ def run(config: Config) -> dict:
         # Filter pass: every record of every file, through the per-document stages, to Parquet.
         t = time.perf_counter()
         ds = files_dataset(files).map_batches(
-            ReadFiles(config.read.batch_size, int(config.read.max_payload_mb * 1e6), clock),
-            batch_size=1, batch_format="pyarrow")
+            ReadFiles(config.read.batch_size, int(config.read.max_payload_mb * 1e6), clock, config.storage),
+            batch_size=1, batch_format="pyarrow", **task_options(config.resources.filter))
         for stage in document_stages(config):
-            ds = ds.map_batches(Timed(stage, clock), batch_size=None, batch_format="pyarrow")
+            # the same options for every stage, so that Ray Data fuses them into the reading task
+            ds = ds.map_batches(Timed(stage, clock), batch_size=None, batch_format="pyarrow",
+                                **task_options(config.resources.filter))
         ds.write_parquet(str(work / "filtered"))
         timings["filter_pass"] = time.perf_counter() - t
         filtered = ray.data.read_parquet(str(work / "filtered"))
@@ -117,7 +133,7 @@ def run(config: Config) -> dict:
     manifest = finalize.manifest(
         config=config, out=out, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
         stage_seconds={**ray.get(clock.report.remote()), **dedup_seconds},
-        pass_seconds=timings, wall_seconds=time.time() - started)
+        pass_seconds=timings, wall_seconds=time.time() - started, node_seconds=ray.get(clock.nodes.remote()))
     if files:
         for name, row in manifest["stages"].items():
             if "rows_in" in row:

@@ -1,4 +1,4 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `dry-run`, `report OUT_DIR`, `train CONFIG.yaml`
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `submit`, `dry-run`, `report OUT_DIR`, `train CONFIG.yaml`
 and `plan`."""
 from __future__ import annotations
 
@@ -23,6 +23,17 @@ def parse_args(argv):
     run.add_argument("--output", help="output folder (replaces the config's)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override one config value, e.g. --set language.threshold=0.8")
+    submit = commands.add_parser("submit", help="run a config on a Ray cluster as a Ray job (ray job submit)")
+    submit.add_argument("config", help="YAML config file; its folder is the job's working directory")
+    submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
+    submit.add_argument("--wait", action="store_true", help="stream the job's logs until it ends; exit 1 if it failed")
+    submit.add_argument("--output", help="output folder or s3:// URI (replaces the config's; must be absolute)")
+    submit.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override one config value in the job")
+    submit.add_argument("--working-dir", help="folder sent to the cluster (default: the config's folder)")
+    submit.add_argument("--env", action="append", default=[], metavar="NAME",
+                        help="pass this environment variable to the job (e.g. AWS_ACCESS_KEY_ID)")
+    submit.add_argument("--submission-id", help="the job id (default: crawlbelt-DATE-TIME-RANDOM)")
     dry = commands.add_parser("dry-run", help="run CRAWL_SAMPLE through the belt and print its verdict table")
     dry.add_argument("--output", help="output folder (default out/dry-run)")
     train = commands.add_parser("train", help="train the config's transformer on a curation run's token shards")
@@ -64,6 +75,10 @@ def main(argv=None) -> int:
         return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     if args.command == "report":
         return write_report(args.out_dir, args.output)
+    if args.command == "submit":
+        from pipeline.submit import submit_command
+
+        return submit_command(args)
     try:
         if args.command == "run":
             config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
@@ -97,7 +112,7 @@ def main(argv=None) -> int:
     print(json.dumps(manifest["mixture"]["table"], indent=2))
     print(f"{counts['documents']} documents in {seconds:.1f} s ({counts['documents'] / seconds:.1f} documents/s); "
           f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
-          f"report: {Path(config.output) / 'report.html'}")
+          f"report: {config.output.rstrip('/')}/report.html")
     return 0
 
 

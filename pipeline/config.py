@@ -31,6 +31,8 @@ class Source:
     def curated(self) -> bool:
         """Its inputs are already-curated documents (docs/*.parquet of an earlier run), not crawls
         (validation makes sure a source's files are all one or all the other)."""
+        if any(p.startswith("s3://") for p in self.input):
+            return False  # curated Parquet is read from local (or shared) storage only
         return expand_inputs(self.input)[0].endswith(".parquet")
 
 
@@ -40,6 +42,31 @@ class RayConfig:
     num_cpus: int | None = None  # embedded Ray only; None: all cores
     object_store_mb: int = 512  # embedded Ray only; Ray's default wants 30% of RAM in /dev/shm
     progress_bars: bool | None = None  # Ray Data's progress bars; None: on when stderr is a terminal
+
+
+@dataclass
+class StorageConfig:
+    """s3:// inputs and outputs; each null value falls back to the usual AWS_* environment variable."""
+    endpoint: str | None = None  # e.g. http://127.0.0.1:9000 for an S3-compatible server; null: AWS_ENDPOINT_URL or AWS
+    region: str | None = None  # null: AWS_REGION or AWS_DEFAULT_REGION
+    access_key_id: str | None = None  # null: AWS_ACCESS_KEY_ID (prefer the environment to secrets in a file)
+    secret_access_key: str | None = None  # null: AWS_SECRET_ACCESS_KEY
+    staging: str | None = None  # s3:// output: the local folder it is built in (every node must see it); null: a temp folder
+
+
+@dataclass
+class PassResources:
+    """What each Ray task of a pass asks for; Ray places tasks by these and runs at most as many at once as
+    the cluster's CPUs (and memory) allow. The defaults suit a small machine; on a cluster, set memory."""
+    num_cpus: float = 1.0  # CPUs per task
+    memory_mb: int | None = None  # memory reserved per task (a scheduling promise, not a limit); null: none
+    concurrency: int | None = None  # most tasks at once; null: as many as the resources allow
+
+
+@dataclass
+class ResourcesConfig:
+    filter: PassResources = field(default_factory=PassResources)  # read -> classifier, one task per input file
+    encode: PassResources = field(default_factory=PassResources)  # the tokens pass's encode step
 
 
 @dataclass
@@ -193,6 +220,8 @@ class Config:
     sources: list[Source] = field(default_factory=list)
     output: str = "out/run"
     ray: RayConfig = field(default_factory=RayConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     read: ReadConfig = field(default_factory=ReadConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     language: LanguageConfig = field(default_factory=LanguageConfig)
@@ -282,11 +311,19 @@ def _resolve(path: str, base: Path) -> str:
     return path if "://" in path else os.path.normpath(os.path.join(base, path))
 
 
-def expand_inputs(patterns: list[str]) -> list[str]:
-    """Paths matched by each pattern, sorted; a pattern that matches nothing is a config error."""
+def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> list[str]:
+    """Paths (or s3:// URIs) matched by each pattern, sorted; a pattern that matches nothing is a config error."""
     files = []
     for pattern in patterns:
-        matched = sorted(os.path.abspath(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if pattern.startswith("s3://"):
+            from pipeline.storage import expand_s3
+
+            try:
+                matched = expand_s3(pattern, storage or StorageConfig())
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"input {pattern!r}: {exc}") from None
+        else:
+            matched = sorted(os.path.abspath(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
         if not matched:
             raise ConfigError(f"input {pattern!r} matches no file")
         files.extend(matched)
@@ -331,7 +368,7 @@ def load_config(
             source.input = [_resolve(p, base) for p in source.input]
     if output:
         config.output = output
-    elif path is not None and not os.path.isabs(config.output):
+    elif path is not None and not os.path.isabs(config.output) and "://" not in config.output:
         config.output = str(Path.cwd() / config.output)
 
     if for_train:
@@ -350,7 +387,7 @@ def _check(config: Config, base: Path) -> None:
     for i, source in enumerate(config.sources):
         if not source.input:
             raise ConfigError(f"sources[{i}].input: no input given")
-        files = expand_inputs(source.input)
+        files = expand_inputs(source.input, config.storage)
         curated = [f.endswith(".parquet") for f in files]
         if any(curated) and not all(curated):
             raise ConfigError(f"sources[{i}].input: give either crawls (WARC/ARC) or curated .parquet files, not both")
@@ -397,17 +434,46 @@ def _check(config: Config, base: Path) -> None:
     for key in ("num_perm", "shingle_words", "shards"):
         if getattr(dedup, key) < 1:
             raise ConfigError(f"dedup.{key}: expected a positive integer")
+    if config.output.startswith("s3://"):
+        _check_s3_output(config)
+    elif "://" in config.output:
+        raise ConfigError(f"output {config.output!r}: expected a local path or an s3:// URI")
+    else:
+        _check_local_output(config)
+    if config.read.batch_size < 1:
+        raise ConfigError("read.batch_size: expected a positive integer")
+    for name in ("filter", "encode"):
+        settings = getattr(config.resources, name)
+        if not settings.num_cpus > 0 or (settings.memory_mb or 1) < 1 or (settings.concurrency or 1) < 1:
+            raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
+    _check_tokens(config, base)
+
+
+def _check_s3_output(config: Config) -> None:
+    from pipeline.storage import output_state
+
+    for i, source in enumerate(config.sources):
+        inside = [f for f in expand_inputs(source.input, config.storage) if f.startswith(config.output.rstrip("/") + "/")]
+        if inside:
+            raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output, which this run replaces")
+    try:
+        state = output_state(config.output, config.storage)
+    except OSError as exc:
+        raise ConfigError(f"output {config.output!r}: {' '.join(str(exc).split())}") from None
+    if state == "other":
+        raise ConfigError(f"output {config.output!r} holds objects and is not an earlier crawlbelt output; choose another")
+
+
+def _check_local_output(config: Config) -> None:
     out = Path(config.output)
     for i, source in enumerate(config.sources):
-        inside = [f for f in expand_inputs(source.input) if Path(f).resolve().is_relative_to(out.resolve())]
+        inside = [f for f in expand_inputs(source.input, config.storage)
+                  if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists()
                                               and not (out / "_work").exists())):
         raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output; choose another")
-    if config.read.batch_size < 1:
-        raise ConfigError("read.batch_size: expected a positive integer")
-    _check_tokens(config, base)
 
 
 def _check_train(config: Config) -> None:

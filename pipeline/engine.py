@@ -12,6 +12,7 @@ import ray
 from ray.data.context import ShuffleStrategy
 
 from pipeline.config import RayConfig
+from pipeline.storage import open_input
 from stages.warc_read import read_warc
 
 
@@ -48,16 +49,27 @@ def start_ray(settings: RayConfig) -> None:
 
 @ray.remote(num_cpus=0)
 class StageClock:
-    """Sums the seconds each per-document stage spent, over every worker (CPU time of the stage's work)."""
+    """Sums the seconds each per-document stage spent, over every worker (CPU time of the stage's work),
+    and per node, so that a cluster run shows where its work ran."""
 
     def __init__(self):
         self.seconds = defaultdict(float)
+        self.node_seconds = defaultdict(float)
 
-    def add(self, stage: str, seconds: float) -> None:
+    def add(self, stage: str, seconds: float, node: str | None = None) -> None:
         self.seconds[stage] += seconds
+        if node is not None:
+            self.node_seconds[node] += seconds
 
     def report(self) -> dict[str, float]:
         return dict(self.seconds)
+
+    def nodes(self) -> dict[str, float]:
+        return dict(self.node_seconds)
+
+
+def node_id() -> str:
+    return ray.get_runtime_context().get_node_id()
 
 
 class Timed:
@@ -72,7 +84,7 @@ class Timed:
         out = self.stage(batch)
         if out.num_rows != batch.num_rows:
             raise RuntimeError(f"stage {self.stage.name} changed the row count {batch.num_rows} -> {out.num_rows}")
-        self.clock.add.remote(self.stage.name, time.perf_counter() - start)
+        self.clock.add.remote(self.stage.name, time.perf_counter() - start, node_id())
         return out
 
 
@@ -81,18 +93,34 @@ class ReadFiles:
 
     name = "read"
 
-    def __init__(self, batch_size: int, max_payload_bytes: int, clock):
+    def __init__(self, batch_size: int, max_payload_bytes: int, clock, storage=None):
         self.batch_size = batch_size
         self.max_payload_bytes = max_payload_bytes
         self.clock = clock
+        self.storage = storage  # the config's `storage` settings, for s3:// inputs
+
+    def _open(self, path: str):
+        return open_input(path, self.storage)
 
     def __call__(self, files: pa.Table):
         for path, file_index, source in zip(*(files[c].to_pylist() for c in ("path", "file_index", "source"))):
             start = time.perf_counter()
-            for table in read_warc(path, file_index, source, self.batch_size, self.max_payload_bytes):
-                self.clock.add.remote("read", time.perf_counter() - start)
+            for table in read_warc(path, file_index, source, self.batch_size, self.max_payload_bytes, self._open):
+                self.clock.add.remote("read", time.perf_counter() - start, node_id())
                 yield table
                 start = time.perf_counter()
+
+
+def task_options(settings) -> dict:
+    """map_batches options from a pass's `resources` settings (pipeline.config.PassResources)."""
+    # SPREAD: a pass's tasks go to every node with room, not first to the driver's node (Ray's default
+    # packs onto the local node while it has room, which left a worker node idle in the two-node test).
+    options = {"num_cpus": settings.num_cpus, "scheduling_strategy": "SPREAD"}
+    if settings.memory_mb:
+        options["memory"] = settings.memory_mb * 1024 * 1024
+    if settings.concurrency:
+        options["concurrency"] = settings.concurrency
+    return options
 
 
 def files_dataset(files: list[tuple[str, str]]) -> ray.data.Dataset:

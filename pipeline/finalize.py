@@ -98,7 +98,7 @@ def _read_back(out: Path) -> tuple[int, Counter]:
 
 
 def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Table, stage_seconds: dict,
-             pass_seconds: dict, wall_seconds: float) -> dict:
+             pass_seconds: dict, wall_seconds: float, node_seconds: dict | None = None) -> dict:
     """Sum the per-file counts, check the ledger, write manifest.json; a failed check raises InvariantError.
 
     `records_read` comes from the filter pass's output, while documents and kept/rejected come from
@@ -146,6 +146,8 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
         "invariants": checks,
         "stages": stages,
         "wall_seconds": round(wall_seconds, 3),
+        # Ray node id -> seconds of per-document stage work it did (read to classifier)
+        "nodes": {node: round(seconds, 3) for node, seconds in sorted((node_seconds or {}).items())},
         "inputs": parts,
         "outputs": {
             "docs": sorted(str(p.relative_to(out)) for p in (out / "docs").glob("*.parquet")),

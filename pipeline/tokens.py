@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import ray
 
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import collect
+from pipeline.engine import collect, task_options
 from pipeline.finalize import write_atomic
 from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
@@ -52,7 +52,7 @@ def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> li
     found = [(str(p), files[int(p.stem.split("-")[1])][1]) for p in sorted((out / "docs").glob("part-*.parquet"))]
     for source in config.sources:
         if source.curated():
-            found += [(path, source.name) for path in expand_inputs(source.input)]
+            found += [(path, source.name) for path in expand_inputs(source.input, config.storage)]
     result, first = [], 0
     for path, source in found:
         documents = pq.ParquetFile(path).metadata.num_rows
@@ -215,7 +215,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Encode: every curated document once; the tokens wait in _work/encoded for packing.
     t = time.perf_counter()
     documents = sum(f.documents for f in curated)
-    n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer.batch_size, work, documents)
+    n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer.batch_size, work, documents,
+                                               config.resources.encode)
     seconds["encode"] = time.perf_counter() - t
     log.info("encode: %d documents, %d tokens, %.1f s", documents, int(n_tokens.sum()), seconds["encode"])
 
@@ -307,7 +308,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     }
 
 
-def _encode(curated, tokenizer_json, batch_size, work, documents):
+def _encode(curated, tokenizer_json, batch_size, work, documents, resources):
     """Encode every curated document on Ray Data into work/encoded; returns each document's token count,
     the encoded file it is in, and those files."""
     n_tokens = np.full(documents, -1, np.int64)
@@ -316,7 +317,8 @@ def _encode(curated, tokenizer_json, batch_size, work, documents):
         return n_tokens, file_of, []
     rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
     (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
-     .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=None, batch_format="pyarrow")
+     .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=None, batch_format="pyarrow",
+                  **task_options(resources))
      .write_parquet(str(work / "encoded")))
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
     seen = 0

@@ -13,7 +13,7 @@ import hashlib
 import io
 import os
 import re
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import pyarrow as pa
 from warcio.archiveiterator import ArchiveIterator
@@ -78,10 +78,12 @@ def read_warc(
     source: str,
     batch_size: int = 64,
     max_payload_bytes: int = 10_000_000,
+    open_file: Callable[[str], BinaryIO] | None = None,
 ) -> Iterator[pa.Table]:
-    """Yield tables of DOCUMENT_SCHEMA holding every record of the file exactly once, in file order."""
+    """Yield tables of DOCUMENT_SCHEMA holding every record of the file exactly once, in file order.
+    `open_file` opens `path` as a seekable binary file (default: the local file system), e.g. from S3."""
     rows: list[dict] = []
-    for row in _rows(str(path), max_payload_bytes):
+    for row in _rows(str(path), max_payload_bytes, open_file or _open_local):
         row.update(order=file_index * ORDER_STRIDE + row["offset"], source=source, file=str(path))
         rows.append(row)
         if len(rows) >= batch_size:
@@ -110,9 +112,13 @@ def _describe(error: BaseException, stderr: str = "") -> str:
     return text
 
 
-def _rows(path: str, max_payload_bytes: int) -> Iterator[dict]:
+def _open_local(path: str) -> BinaryIO:
+    return open(path, "rb")
+
+
+def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO]) -> Iterator[dict]:
     try:
-        handle = open(path, "rb")
+        handle = open_file(path)
     except OSError as error:
         yield _malformed(path, 0, _describe(error))
         return

@@ -33,6 +33,8 @@ def run_cli(*args, cwd):
     ("sources: [{name: web, input: [x.warc]}]\nquality: {enabled: 1}\n", "quality.enabled: expected bool"),
     ("sources: [{name: web, input: [missing/*.warc.gz]}]\n", "input '"),
     ("sources: [{name: web, input: [x.warc]}]\nlanguage: {method: magic}\n", "language.method: expected one of"),
+    ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {num_cpus: 0}}\n", "resources.filter: expected"),
+    ("sources: [{name: web, input: [x.warc]}]\nresources: {encode: {cpus: 2}}\n", "unknown key 'resources.encode.cpus'"),
 ])
 def test_config_errors_name_the_key_exit_2_and_write_nothing(tmp_path, text, expected):
     (tmp_path / "x.warc").write_bytes(b"")
@@ -43,6 +45,13 @@ def test_config_errors_name_the_key_exit_2_and_write_nothing(tmp_path, text, exp
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: ") and expected in lines[0], result.stderr
     assert not out.exists()
+
+
+def test_output_is_a_local_path_or_an_s3_uri(tmp_path):
+    (tmp_path / "x.warc").write_bytes(b"")
+    config = write_config(tmp_path, "sources: [{name: web, input: [x.warc]}]\nclassifier: {kind: none}\n")
+    with pytest.raises(ConfigError, match="'gs://bucket/out': expected a local path or an s3:// URI"):
+        load_config(config, output="gs://bucket/out")
 
 
 def test_missing_input_names_the_pattern(tmp_path):

@@ -1,0 +1,84 @@
+"""`python -m pipeline submit CONFIG.yaml --address http://HEAD:8265 [--wait]`: run a config on a Ray cluster.
+
+It calls `ray job submit` with the config's folder as the job's working directory and the same entrypoint
+as on one machine (`python -m pipeline run CONFIG.yaml ...`), so the job id, its status and its logs are
+the ones Ray shows (`ray job status ID`, `ray job logs ID`, the dashboard). The cluster's nodes need
+crawlbelt installed (docker/Dockerfile); the working directory carries only the config and its folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from pipeline.config import Config, ConfigError, _build, apply_override
+
+
+def check_config(config_path: str, overrides: list[str], output: str | None) -> dict:
+    """The checks that make sense away from the cluster: the file parses, every key and type is known,
+    and the output is a place every node sees. Inputs are checked by the job itself, where they are read."""
+    if not os.path.isfile(config_path):
+        raise ConfigError(f"config file {config_path!r} not found")
+    try:
+        raw = yaml.safe_load(Path(config_path).read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {config_path!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {config_path!r}: expected a mapping at the top level")
+    for assignment in overrides:
+        apply_override(raw, assignment)
+    config = _build(Config, raw, "")
+    target = output or config.output
+    # A relative output would land in the job's temporary working directory and vanish with it.
+    if "://" not in target and not os.path.isabs(target):
+        raise ConfigError(f"output {target!r}: a submitted job needs an absolute path on storage every node "
+                          "sees, or an s3:// URI (set it in the config or with --output)")
+    return raw
+
+
+def submit_command(args) -> int:
+    try:
+        check_config(args.config, args.overrides, args.output)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    config = Path(args.config).resolve()
+    working_dir = Path(args.working_dir).resolve() if args.working_dir else config.parent
+    if not config.is_relative_to(working_dir):
+        print(f"submit: the config {str(config)!r} is not inside --working-dir {str(working_dir)!r}", file=sys.stderr)
+        return 2
+    entrypoint = ["python", "-m", "pipeline", "run", str(config.relative_to(working_dir))]
+    for assignment in args.overrides:
+        entrypoint += ["--set", assignment]
+    if args.output:
+        entrypoint += ["--output", args.output]
+    env_vars = {}
+    for name in args.env:
+        if name not in os.environ:
+            print(f"submit: --env {name}: not set here", file=sys.stderr)
+            return 2
+        env_vars[name] = os.environ[name]
+    submission_id = args.submission_id or f"crawlbelt-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    command = [ray_executable(), "job", "submit", "--address", args.address, "--submission-id", submission_id,
+               "--working-dir", str(working_dir)]
+    if env_vars:
+        command += ["--runtime-env-json", json.dumps({"env_vars": env_vars})]
+    if not args.wait:
+        command.append("--no-wait")
+    command += ["--", *entrypoint]
+    print(f"submit: job {submission_id}: {' '.join(entrypoint)}", flush=True)
+    # `ray job submit` prints the job id and next steps; with --wait it streams the logs and exits 1 on failure.
+    return subprocess.call(command)
+
+
+def ray_executable() -> str:
+    """The `ray` command of this Python environment, else the one on PATH."""
+    beside = Path(sys.executable).with_name("ray")
+    return str(beside) if beside.exists() else (shutil.which("ray") or "ray")

@@ -1,0 +1,117 @@
+"""A real two-node Ray cluster on loopback for tests: `ray start --head` and `ray start --address`, each in
+its own process group (`--block`), so that the test stops exactly the processes it started."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def cluster_env() -> dict:
+    """No auth token, and this venv's python first on PATH (a job's `python` is the one on the PATH that
+    `ray start` saw). Loopback comes from --node-ip-address: RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 would
+    refuse a second node."""
+    env = dict(os.environ)
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
+class LocalCluster:
+    def __init__(self, head_cpus: int = 1, worker_cpus: int = 1, object_store_mb: int = 200):
+        self.head_cpus, self.worker_cpus, self.store = head_cpus, worker_cpus, object_store_mb * 1024 * 1024
+        # A short temp dir: Ray's unix socket paths must stay under about 100 characters.
+        self.temp_dir = tempfile.mkdtemp(prefix="cb-ray-", dir="/tmp")
+        self.head = self.worker = None
+        self.log = Path(self.temp_dir) / "ray-start.log"
+
+    def _node_ports(self) -> list[str]:
+        node, objects, agent, agent_grpc, metrics, env_agent = free_ports(6)
+        return [f"--node-manager-port={node}", f"--object-manager-port={objects}",
+                f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
+                f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={env_agent}",
+                "--min-worker-port=0", "--max-worker-port=0", "--node-ip-address=127.0.0.1",
+                f"--object-store-memory={self.store}", "--block", "--disable-usage-stats"]
+
+    def _start(self, args: list[str]) -> subprocess.Popen:
+        with open(self.log, "a") as log:
+            return subprocess.Popen([RAY, "start", *args], env=cluster_env(), stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+    def start(self, timeout: float = 120) -> "LocalCluster":
+        gcs, dashboard, client = free_ports(3)
+        self.gcs_address = f"127.0.0.1:{gcs}"
+        self.dashboard = f"http://127.0.0.1:{dashboard}"
+        self.head = self._start(["--head", f"--port={gcs}", f"--num-cpus={self.head_cpus}",
+                                 "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                                 f"--dashboard-port={dashboard}", f"--ray-client-server-port={client}",
+                                 f"--temp-dir={self.temp_dir}", '--resources={"head_node": 1}', *self._node_ports()])
+        self._wait(lambda: len(self.alive_nodes()) == 1, timeout, "the head node")
+        self.worker = self._start([f"--address={self.gcs_address}", f"--num-cpus={self.worker_cpus}",
+                                   '--resources={"worker_node": 1}', *self._node_ports()])
+        self._wait(lambda: len(self.alive_nodes()) == 2, timeout, "the worker node")
+        return self
+
+    def alive_nodes(self) -> list[dict]:
+        """The alive nodes as the dashboard lists them ([] while it is not up)."""
+        try:
+            with urllib.request.urlopen(f"{self.dashboard}/nodes?view=summary", timeout=5) as response:
+                summary = json.load(response)["data"]["summary"]
+        except (OSError, ValueError, KeyError):
+            return []
+        return [n for n in summary if n.get("raylet", {}).get("state") == "ALIVE"]
+
+    def _wait(self, ready, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            for process in (self.head, self.worker):
+                if process is not None and process.poll() is not None:
+                    raise RuntimeError(f"ray start exited ({process.returncode}) while waiting for {what}:\n"
+                                       + self.log.read_text()[-3000:])
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} did not come up in {timeout} s:\n" + self.log.read_text()[-3000:])
+            time.sleep(0.5)
+
+    def kill_worker(self) -> None:
+        """Kill the worker node's processes at once (no graceful shutdown): a machine lost mid-job."""
+        _kill_group(self.worker, signal.SIGKILL)
+
+    def stop(self) -> None:
+        for process in (self.worker, self.head):
+            _kill_group(process, signal.SIGTERM)
+        for process in (self.worker, self.head):
+            if process is not None:
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
+                _kill_group(process, signal.SIGKILL)  # whatever did not stop on SIGTERM
+
+
+def _kill_group(process: subprocess.Popen | None, sig: int) -> None:
+    if process is None:
+        return
+    try:
+        os.killpg(process.pid, sig)  # the group `start_new_session` made for this `ray start` and its children
+    except ProcessLookupError:
+        pass
