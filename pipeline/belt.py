@@ -42,6 +42,7 @@ def document_stages(config: Config) -> list:
             favor=config.extract.favor,
             include_tables=config.extract.include_tables,
             include_comments=config.extract.include_comments,
+            max_html_bytes=int(config.extract.max_html_mb * 1e6),
         ),
         LanguageId(
             method=config.language.method,
@@ -161,13 +162,26 @@ def _alive_only(batch: pa.Table) -> pa.Table:
     return batch.filter(pc.is_null(batch["stage"])).drop_columns(["stage"])
 
 
+class OutputError(RuntimeError):
+    """The output folder cannot be written (read-only, not a folder, no space): one line for the user."""
+
+
 def prepare_output(out: Path) -> None:
-    """Clear what an earlier run left (config validation made sure the folder is a crawlbelt output)."""
-    if out.exists():
-        for name in ("docs", "rejects", "tokens", "_work", "manifest.json", "report.html"):
-            path = out / name
+    """Clear what an earlier run (finished or killed) left, and make sure the folder can be written before
+    any work starts. Config validation made sure the folder is a crawlbelt output; `_work` is made first,
+    so that a run killed at any moment leaves a folder the next run still recognises as one."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        work = out / "_work"
+        work.mkdir(exist_ok=True)
+        for path in [out / name for name in ("docs", "rejects", "tokens", "manifest.json", "report.html")] + [
+                *out.glob(".*.tmp"), *work.iterdir()]:
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+        probe = work / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise OutputError(f"output {str(out)!r} cannot be written: {error.strerror or error}") from None

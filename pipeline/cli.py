@@ -93,7 +93,11 @@ def main(argv=None) -> int:
     from pipeline import belt  # imports Ray: only once the config is known to be good
 
     started = time.perf_counter()
-    manifest = belt.run(config)
+    try:
+        manifest = belt.run(config)
+    except belt.OutputError as exc:
+        print(f"output error: {exc}", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
     if args.command == "dry-run":

@@ -81,6 +81,7 @@ class ExtractConfig:
     favor: str = "balanced"  # balanced, precision or recall
     include_tables: bool = True
     include_comments: bool = False
+    max_html_mb: float = 5.0  # larger pages are rejected extract:too_large before parsing
 
 
 @dataclass

@@ -71,11 +71,13 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
     """Train (or copy the configured) tokenizer.json into tokens/; returns its JSON text."""
     tokens_dir.mkdir(parents=True, exist_ok=True)
     target = tokens_dir / "tokenizer.json"
+    tmp = tokens_dir / ".tokenizer.json.tmp"  # renamed when whole: a killed run never leaves half a tokenizer
     if config.tokenizer.path:
-        shutil.copyfile(config.tokenizer.path, target)  # honoured byte for byte
+        shutil.copyfile(config.tokenizer.path, tmp)  # honoured byte for byte
     else:
         special = [config.tokenizer.eos_token, config.tokenizer.pad_token]
-        train_bpe(_texts(curated), config.tokenizer.vocab_size, special).save(str(target))
+        train_bpe(_texts(curated), config.tokenizer.vocab_size, special).save(str(tmp))
+    os.replace(tmp, target)
     return target.read_text()
 
 

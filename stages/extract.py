@@ -159,6 +159,7 @@ class Extract:
         favor: str = "balanced",
         include_tables: bool = True,
         include_comments: bool = False,
+        max_html_bytes: int | None = 5_000_000,
     ):
         if favor not in ("balanced", "precision", "recall"):
             raise ValueError(f"favor must be balanced, precision or recall, not {favor!r}")
@@ -166,6 +167,7 @@ class Extract:
         self.favor = favor
         self.include_tables = include_tables
         self.include_comments = include_comments
+        self.max_html_bytes = max_html_bytes
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         batch = run_on_alive(batch, self.name, self._compute, {"text": pa.string(), "charset": pa.string()})
@@ -185,6 +187,9 @@ class Extract:
 
     def extract_one(self, payload: bytes, http_charset: str | None) -> tuple[str | None, str | None, str | None, str | None]:
         """(text, charset, reject reason, detail) for one page."""
+        if self.max_html_bytes is not None and len(payload) > self.max_html_bytes:
+            # lxml and trafilatura hold several copies of a page in memory; the time limit alone does not bound that
+            return None, None, "extract:too_large", f"HTML of {len(payload)} bytes, over the {self.max_html_bytes}-byte limit"
         try:
             html, charset = decode_html(payload, http_charset)
         except Exception as error:
@@ -198,7 +203,7 @@ class Extract:
         except Exception as error:
             return None, charset, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
         if not text or not text.strip():
-            return None, charset, "extract:empty", None
+            return None, charset, "extract:empty", f"no text in {len(payload)} bytes of HTML (decoded as {charset})"
         return text, charset, None, None
 
     def _trafilatura(self, html: str) -> str | None:

@@ -57,6 +57,20 @@ _SNIFF_BYTES = 1024
 _MAX_DETAIL = 600
 
 
+# Content-Encodings warcio decodes (brotli only when its module is installed, which crawlbelt does not need).
+_DECODED_ENCODINGS = ("", "identity", "gzip", "x-gzip", "deflate")
+# warcio warnings that describe a problem it repaired, not a broken record.
+_REPAIRED = re.compile(r"Replacing spaces in invalid WARC-Target-URI: [^\n]*\n?")
+
+
+class _Iterator(ArchiveIterator):
+    """warcio refuses a gzip file holding several records in one member (a whole file gzipped at once)
+    because such a file cannot be seeked into; it reads fine from the start, so read it."""
+
+    def _raise_invalid_gzip_err(self):
+        pass
+
+
 class _StableIdArcParser(ARC2WARCHeadersParser):
     """warcio's ARC-to-WARC conversion invents a random WARC-Record-ID per read; drop it so that the
     reader derives a stable id from file and offset instead."""
@@ -128,7 +142,7 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
         last_offset = -1
         while start is not None:
             handle.seek(start)
-            iterator = ArchiveIterator(handle, arc2warc=True)
+            iterator = _Iterator(handle, arc2warc=True)
             iterator.loader.arc_parser = _StableIdArcParser()
             fresh = True
             bad_offset = None
@@ -157,8 +171,9 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                             iterator.read_to_end()  # consume the blank lines after it: a wrong length shows here
                         except Exception as error:
                             problem = _describe(error)
-                        if problem is None and stderr.getvalue().strip():
-                            problem = " ".join(stderr.getvalue().split())
+                        warnings = _REPAIRED.sub("", stderr.getvalue())
+                        if problem is None and warnings.strip():
+                            problem = " ".join(warnings.split())
                         if problem is not None:
                             bad_offset = offset
                             known = {k: row.get(k) for k in ("url", "date", "record_type", "content_type")}
@@ -239,11 +254,19 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
         if not http.protocol.upper().startswith("HTTP/") or not http.get_statuscode().isdigit():
             problem = f"invalid HTTP status line {(http.protocol + ' ' + http.statusline).strip()!r}"
 
+    if (problem is None and record.rec_type == "response" and http is None
+            and (record.content_type or "").lower().startswith("application/http")):
+        problem = "response record has no HTTP block (empty or missing status line and headers)"
+
     payload = None
+    encoding = (http.get_header("Content-Encoding") or "").strip().lower() if http is not None else ""
     if problem is None and record.rec_type in DOCUMENT_TYPES:
         status = http.get_statuscode() if (http is not None and record.rec_type == "response") else None
         if status is not None and not status.startswith("2"):
             row.update(stage=STAGE, reason="read:http_status", detail=f"HTTP status {status}")
+        elif encoding not in _DECODED_ENCODINGS:
+            row.update(stage=STAGE, reason="read:content_encoding",
+                       detail=f"HTTP Content-Encoding {encoding!r} cannot be decoded (gzip and deflate can)")
         else:
             stream = record.content_stream()
             head = stream.read(_SNIFF_BYTES)

@@ -20,7 +20,6 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 REALDATA = SHARED / "realdata"
 MALFORMED = [
     "resiliparse__clipped.warc.gz",
-    "warcio__example-bad.warc.gz.bad",
     "warcio__example-trunc.warc",
     "warcio__example-wrong-chunks.warc.gz",
     "warcio__bad.arc",
@@ -192,12 +191,19 @@ def test_malformed_details_say_what_is_wrong():
         return [row["detail"] for row in read_rows(folder / name) if row["reason"] == "read:malformed"]
 
     assert any("record truncated" in d for d in details("resiliparse__clipped.warc.gz"))
-    assert any("non-chunked gzip" in d for d in details("warcio__example-bad.warc.gz.bad"))
     assert any("Content-Length is invalid" in d for d in details("warcio__example-trunc.warc"))
     wrong_chunks = details("warcio__example-wrong-chunks.warc.gz")
     assert any("record truncated" in d for d in wrong_chunks)
     assert any("Unknown archive format" in d for d in wrong_chunks)
     assert sum("invalid Content-Length" in d for d in details("warcio__bad.arc")) == 3
+
+
+def test_a_gzip_member_holding_several_records_is_read_through():
+    # warcio refuses such a file ("non-chunked gzip"); it is readable from the start, so nothing is lost
+    rows = read_rows(realdata() / "warcio__example-bad.warc.gz.bad")
+    assert [row["record_type"] for row in rows] == ["warcinfo", "response", "request", "revisit", "request", "response"]
+    assert not [row for row in rows if row["reason"] == "read:malformed"]
+    assert rows[1]["stage"] is None and rows[1]["html"].lstrip().lower().startswith(b"<!doctype html")
 
 
 def test_reading_resumes_after_bad_records():

@@ -37,7 +37,10 @@ def complete_checkpoints(folder: Path) -> list[Path]:
 
 
 def rng_states() -> dict:
-    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    """Tensors, numbers and strings only, so that loading needs no unpickling (`weights_only=True`)."""
+    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    numpy_state = (kind, torch.from_numpy(keys.astype(np.int64)), int(position), int(has_gauss), float(gauss))
+    states = {"torch": torch.get_rng_state(), "numpy": numpy_state, "python": random.getstate()}
     if torch.cuda.is_available():
         states["cuda"] = torch.cuda.get_rng_state_all()
     return states
@@ -45,7 +48,8 @@ def rng_states() -> dict:
 
 def set_rng_states(states: dict) -> None:
     torch.set_rng_state(states["torch"])
-    np.random.set_state(states["numpy"])
+    kind, keys, position, has_gauss, gauss = states["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, gauss))
     random.setstate(states["python"])
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
@@ -123,5 +127,5 @@ class Checkpointer:
         set_state_dict(model, optimizer, model_state_dict=tensors["model"], optim_state_dict=tensors["optimizer"])
         rng = path / f"rng-rank{self.rank}.pt"
         if rng.exists():  # absent when resuming on more workers than saved
-            set_rng_states(torch.load(rng, weights_only=False))
+            set_rng_states(torch.load(rng, weights_only=True))
         return json.loads((path / "state.json").read_text())

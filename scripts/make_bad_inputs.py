@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Write crawlbelt's catalogue of bad input, deterministically.
+
+    python scripts/make_bad_inputs.py [OUT_DIR]        (default: tests/fixtures/bad)
+
+Each kind of bad input is one small file, `OUT_DIR/<kind>.<ext>`, and (except for whole-file kinds)
+the bad record sits between two good English pages, so a test can see that the records before and
+after it still get through. `OUT_DIR/expected.json` gives, per file, the outcome of each record in
+file order: `kept` (through extraction with text), or the reject reason the reader or the extract
+stage must give (`read:malformed`, `extract:empty`, ...), plus, for some, a string the detail or the
+text must contain.
+
+Two kinds are too big to commit, and `big_files(folder)` writes them at test time: a 50 MB HTML page
+and a gzip decompression bomb. Kinds about the user's own mistakes (a missing input path, an output
+folder that cannot be written) have no file: tests/test_bad_inputs.py checks their one-line errors.
+
+Everything is built from fixed bytes (no clock, no randomness), so two runs give identical files.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import zlib
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures" / "bad"
+DATE = "2024-03-11T09:00:00Z"
+
+GOOD_TEXT = ("The river carries sand and small stones from the mountains to the sea. Over thousands of years "
+             "that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown "
+             "rice on these deltas for centuries, because the soil is rich and the water is close.")
+# One sentence per language, with characters the wrong codec would garble.
+JAPANESE = "川は山から海へ砂と小石を運びます。何千年もの間に、その砂は河口に積もって広い三角州を作ります。"
+CHINESE = "河流把沙子和小石头从山上带到大海。几千年来，这些沙子在河口沉积，形成宽阔平坦的三角洲。"
+RUSSIAN = "Река несёт песок и мелкие камни с гор к морю. За тысячи лет песок оседает в устье реки."
+
+
+def page(body: str, charset_meta: str | None = None) -> str:
+    meta = f'<meta charset="{charset_meta}">' if charset_meta else ""
+    return f"<!DOCTYPE html><html><head>{meta}<title>t</title></head><body><article><p>{body}</p></article></body></html>"
+
+
+def http_block(body: bytes, content_type: str = "text/html; charset=utf-8", status: str = "200 OK",
+               extra: list[tuple[str, str]] = (), length: bool = True) -> bytes:
+    headers = [("Content-Type", content_type), *extra]
+    if length:
+        headers.append(("Content-Length", str(len(body))))
+    head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    return head.encode("latin-1") + body
+
+
+def warc_record(block: bytes, url: str, n: int, *, rec_type: str = "response", version: str = "WARC/1.0",
+                date: str = DATE, content_length: int | None = None,
+                content_type: str = "application/http; msgtype=response") -> bytes:
+    length = len(block) if content_length is None else content_length
+    head = (f"{version}\r\nWARC-Type: {rec_type}\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{n:012d}>\r\n"
+            f"WARC-Date: {date}\r\nWARC-Target-URI: {url}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {length}\r\n\r\n")
+    return head.encode("utf-8") + block + b"\r\n\r\n"
+
+
+def good(n: int) -> bytes:
+    return warc_record(http_block(page(f"{GOOD_TEXT} Page {n}.").encode()), f"http://good.example/{n}", n)
+
+
+def around(bad: bytes) -> bytes:
+    """A good page, the bad record, a good page."""
+    return good(1) + bad + good(3)
+
+
+def good_arc(n: int) -> bytes:
+    body = http_block(page(f"{GOOD_TEXT} Page {n}.").encode())
+    return b"http://good.example/%d 192.0.2.1 20240311090000 text/html %d\n" % (n, len(body)) + body + b"\n"
+
+
+def gz(data: bytes) -> bytes:
+    # mtime fixed: the same bytes every time
+    return gzip.compress(data, mtime=0)
+
+
+def response(body: bytes, n: int = 2, url: str = "http://bad.example/2", **http) -> bytes:
+    return warc_record(http_block(body, **http), url, n)
+
+
+def kinds() -> dict[str, tuple[bytes, str, list]]:
+    """kind -> (file bytes, file extension, expected outcome per record)."""
+    K = "kept"
+    M = "read:malformed"
+    html = page(GOOD_TEXT + " Bad but fine.").encode()
+    cases: dict[str, tuple[bytes, str, list]] = {}
+
+    members = [gz(good(1)), gz(response(html)), gz(good(3))]
+    cases["truncated_gzip_member"] = (members[0] + members[1][: len(members[1]) // 2] + members[2], "warc.gz",
+                                      [K, [M, "offset"], K])
+    cases["gzip_whole_file"] = (gz(around(response(html))), "warc.gz", [K, K, K])
+    block = http_block(html)
+    cases["content_length_short"] = (around(warc_record(block, "http://bad.example/2", 2,
+                                                        content_length=len(block) - 40)), "warc", [K, [M, "offset"], K])
+    cases["content_length_long"] = (around(warc_record(block, "http://bad.example/2", 2,
+                                                       content_length=len(block) + 100)), "warc", [K, [M, "offset"], K])
+    cases["content_length_past_end"] = (good(1) + warc_record(block, "http://bad.example/2", 2,
+                                                              content_length=len(block) + 5000), "warc",
+                                        [K, [M, "bytes missing"]])
+    chunked = b"5\r\nHello\r\nZZZ\r\n" + html + b"\r\n0\r\n\r\n"  # "ZZZ" is not a hex chunk size
+    cases["bad_chunked_encoding"] = (around(response(chunked, extra=[("Transfer-Encoding", "chunked")], length=False)),
+                                     "warc", [K, K, K])
+    cases["content_encoding_gzip"] = (around(response(gz(html), extra=[("Content-Encoding", "gzip")])), "warc",
+                                      [K, K, K])
+    # bytes that are not brotli at all, labelled br: the reader cannot decode them either way
+    cases["content_encoding_br"] = (around(response(b"\x1b\x2f\x00\xf8" + zlib.compress(html),
+                                                    extra=[("Content-Encoding", "br")])), "warc",
+                                    [K, ["read:content_encoding", "'br'"], K])
+    cases["missing_http_block"] = (around(warc_record(b"", "http://bad.example/2", 2)), "warc",
+                                   [K, [M, "no HTTP block"], K])
+    cases["status_without_reason"] = (around(response(html, status="200")), "warc", [K, K, K])
+    cases["warc_0_18"] = (around(warc_record(http_block(html), "http://bad.example/2", 2, version="WARC/0.18")),
+                          "warc", [K, K, K])
+    version_block = b"1 0 crawlbelt\nURL IP-address Archive-date Content-type Archive-length\n"
+    arc_head = b"filedesc://bad.arc 0.0.0.0 20240311090000 text/plain %d\n" % len(version_block) + version_block
+    arc_body = http_block(html)
+    arc = arc_head + b"\n" + good_arc(1) + b"http://arc.example/1 192.0.2.1 20240311090000 text/html %d\n" % len(arc_body) + arc_body + b"\n"
+    cases["arc_v1"] = (arc + good_arc(3), "arc", ["warcinfo", K, K, K])
+    cases["invalid_warc_date"] = (around(warc_record(http_block(html), "http://bad.example/2", 2, date="yesterday")),
+                                  "warc", [K, K, K])
+    cases["uri_with_space_and_brackets"] = (around(response(html, url="<http://bad.example/a b>")), "warc", [K, K, K])
+    cases["empty_payload"] = (around(response(b"")), "warc", [K, "extract:empty", K])
+    binary = bytes((i * 151 + 7) % 256 for i in range(4000))
+    cases["binary_labelled_html"] = (around(response(binary)), "warc", [K, "extract:empty", K])
+    cases["invalid_utf8"] = (around(response(html.replace(b"Bad", b"B\xff\xfe\xc3d"))), "warc", [K, [K, "B"], K])
+
+    for name, codec, text in (("shift_jis", "shift_jis", JAPANESE), ("euc_jp", "euc_jp", JAPANESE),
+                              ("gbk", "gbk", CHINESE), ("windows_1251", "windows-1251", RUSSIAN)):
+        # declared in HTTP; declared only in <meta>; not declared; declared wrongly (as another charset)
+        wrong = "iso-8859-1" if name != "windows_1251" else "koi8-r"
+        records = [good(1),
+                   response(page(text).encode(codec), 2, content_type=f"text/html; charset={codec}"),
+                   response(page(text, codec).encode(codec), 3, content_type="text/html"),
+                   response(page(text * 4).encode(codec), 4, content_type="text/html"),
+                   response(page(text).encode(codec), 5, content_type=f"text/html; charset={wrong}"),
+                   good(6)]
+        first = text.split("。")[0].split("，")[0].split(".")[0][:8]
+        cases[f"charset_{name}"] = (b"".join(records), "warc",
+                                    [K, [K, first], [K, first], [K, first], K, K])
+    cases["zero_byte_file"] = (b"", "warc", [])
+    cases["not_a_warc"] = (b"This is a plain text file.\nIt has lines, but no WARC header anywhere.\n" * 20, "warc",
+                           [[M, "offset 0"]])
+    return cases
+
+
+def write_all(out: Path) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    expected = {}
+    for kind, (data, ext, outcomes) in kinds().items():
+        name = f"{kind}.{ext}"
+        (out / name).write_bytes(data)
+        expected[name] = [o if isinstance(o, list) else [o] for o in outcomes]
+    (out / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
+    return expected
+
+
+def big_files(out: Path) -> dict:
+    """The two kinds too big to commit: a 50 MB HTML page and a gzip bomb (1 GB of zeros in a ~1 MB
+    HTTP payload). Expected outcomes with the default limits."""
+    out.mkdir(parents=True, exist_ok=True)
+    huge = page("<p>".join([GOOD_TEXT] * (50_000_000 // len(GOOD_TEXT)))).encode()
+    (out / "html_50mb.warc").write_bytes(around(response(huge)))
+    zeros = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join(zeros.compress(bytes(1 << 20)) for _ in range(1024)) + zeros.flush()
+    (out / "decompression_bomb.warc").write_bytes(around(response(bomb, extra=[("Content-Encoding", "gzip")])))
+    return {"html_50mb.warc": [["kept"], ["read:too_large", "payload over"], ["kept"]],
+            "decompression_bomb.warc": [["kept"], ["read:too_large", "payload over"], ["kept"]]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out = Path(argv[0]) if argv else DEFAULT_OUT
+    expected = write_all(out)
+    print(f"{len(expected)} bad-input files in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
