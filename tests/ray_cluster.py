@@ -92,10 +92,6 @@ class LocalCluster:
                 raise TimeoutError(f"{what} did not come up in {timeout} s:\n" + self.log.read_text()[-3000:])
             time.sleep(0.5)
 
-    def kill_worker(self) -> None:
-        """Kill the worker node's processes at once (no graceful shutdown): a machine lost mid-job."""
-        _kill_group(self.worker, signal.SIGKILL)
-
     def stop(self) -> None:
         for process in (self.worker, self.head):
             _kill_group(process, signal.SIGTERM)

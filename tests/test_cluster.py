@@ -2,8 +2,6 @@
 import json
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -79,42 +77,3 @@ def test_submit_refuses_a_relative_output(tmp_path):
     config = job_config(tmp_path / "job", Path("relative/out"))
     result = submit(config, "http://127.0.0.1:1")
     assert result.returncode == 2 and "absolute path" in result.stderr
-
-
-def job_status(cluster, submission_id: str) -> str:
-    with urllib.request.urlopen(f"{cluster.dashboard}/api/jobs/{submission_id}", timeout=10) as response:
-        return json.load(response)["status"]
-
-
-def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(cluster, two_node_run, tmp_path):
-    """Runs last in this module: it kills the worker node's processes while a job runs on both nodes."""
-    _, reference = two_node_run
-    config = job_config(tmp_path / "job", tmp_path / "out")
-    result = submit(config, cluster.dashboard, "--submission-id", "crawlbelt-test-node-lost")  # no --wait
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    # Kill the worker node once the job has started writing the filter pass (work is on both nodes then).
-    deadline = time.monotonic() + 300
-    while not (tmp_path / "out" / "_work").exists():
-        assert job_status(cluster, "crawlbelt-test-node-lost") in ("PENDING", "RUNNING")
-        assert time.monotonic() < deadline, "the job never started writing"
-        time.sleep(0.2)
-    cluster.kill_worker()
-    while job_status(cluster, "crawlbelt-test-node-lost") in ("PENDING", "RUNNING"):
-        assert time.monotonic() < deadline, "the job did not end after its worker node was lost"
-        time.sleep(1)
-    first = job_status(cluster, "crawlbelt-test-node-lost")
-    logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-node-lost", "--address", cluster.dashboard],
-                          capture_output=True, text=True, env=cluster_env()).stdout
-    # Either Ray's task retries carried it through on the head node, or it failed saying why.
-    assert first == "SUCCEEDED" or (first == "FAILED" and "Error" in logs), (first, logs[-3000:])
-
-    rerun = submit(config, cluster.dashboard, "--wait", "--submission-id", "crawlbelt-test-rerun")
-    assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
-    out = tmp_path / "out"
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert all(manifest["invariants"].values()) and not (out / "_work").exists()
-    assert manifest["counts"] == json.loads((reference / "manifest.json").read_text())["counts"]
-    parts = sorted(str(p.relative_to(reference)) for p in reference.rglob("*.parquet"))
-    assert parts and parts == sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
-    for part in parts + ["tokens/tokenizer.json"]:
-        assert (out / part).read_bytes() == (reference / part).read_bytes(), part
