@@ -331,6 +331,23 @@ def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> 
     return files
 
 
+def read_config(path: str | None, overrides: list[str] = ()) -> Config:
+    """Parse the YAML file (if any), apply `--set` overrides, and check every key and type."""
+    raw: dict = {}
+    if path is not None:
+        if not os.path.isfile(path):
+            raise ConfigError(f"config file {path!r} not found")
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config file {path!r}: expected a mapping at the top level")
+    for assignment in overrides:
+        apply_override(raw, assignment)
+    return _build(Config, raw, "")
+
+
 def load_config(
     path: str | None,
     *,
@@ -343,21 +360,8 @@ def load_config(
 
     `for_train` checks the train section and its token shards instead of the curation run's inputs.
     """
-    raw: dict = {}
-    base = Path.cwd()
-    if path is not None:
-        if not os.path.isfile(path):
-            raise ConfigError(f"config file {path!r} not found")
-        try:
-            raw = yaml.safe_load(Path(path).read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"config file {path!r}: expected a mapping at the top level")
-        base = Path(path).resolve().parent
-    for assignment in overrides:
-        apply_override(raw, assignment)
-    config = _build(Config, raw, "")
+    config = read_config(path, overrides)
+    base = Path(path).resolve().parent if path is not None else Path.cwd()
 
     if inputs:  # command-line inputs are relative to the working directory
         if len(config.sources) > 1:

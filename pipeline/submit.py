@@ -16,25 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
 
-from pipeline.config import Config, ConfigError, _build, apply_override
+from pipeline.config import ConfigError, read_config
 
 
 def check_config(config_path: str, overrides: list[str], output: str | None) -> dict:
     """The checks that make sense away from the cluster: the file parses, every key and type is known,
     and the output is a place every node sees. Inputs are checked by the job itself, where they are read."""
-    if not os.path.isfile(config_path):
-        raise ConfigError(f"config file {config_path!r} not found")
-    try:
-        raw = yaml.safe_load(Path(config_path).read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {config_path!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config file {config_path!r}: expected a mapping at the top level")
-    for assignment in overrides:
-        apply_override(raw, assignment)
-    config = _build(Config, raw, "")
+    config = read_config(config_path, overrides)
     target = output or config.output
     # A relative output would land in the job's temporary working directory and vanish with it.
     if "://" not in target and not os.path.isabs(target):

@@ -74,24 +74,14 @@ def shard_of_hex(keys: pa.Array, shards: int) -> pa.Array:
 # MinHash
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer: spreads the bits of combined hashes (wrapping uint64 arithmetic)."""
-    x = x.copy()
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x
-
-
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _ROLL = np.uint64(0x9E3779B97F4A7C15)  # odd base of the rolling shingle hash (mod 2**64)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mix64_scalar(x):
+def _mix64(x):
+    """splitmix64 finalizer (wrapping uint64 arithmetic), on a number or in place on an array."""
     x ^= x >> np.uint64(30)
     x *= np.uint64(0xBF58476D1CE4E5B9)
     x ^= x >> np.uint64(27)
@@ -137,7 +127,7 @@ def _shingle_kernel(data, offsets, shingle_words, salt, out, listed, list_starts
                     word = (word ^ np.uint64(b)) * _FNV_PRIME
                     in_word = True
             if space and in_word:
-                hashed_word = _mix64_scalar(word)
+                hashed_word = _mix64(word)
                 if count >= shingle_words:
                     rolling -= ring[slot] * top_power  # the oldest word leaves the window
                 rolling = rolling * _ROLL + hashed_word
@@ -147,10 +137,10 @@ def _shingle_kernel(data, offsets, shingle_words, salt, out, listed, list_starts
                 word = _FNV_OFFSET
                 in_word = False
                 if count >= shingle_words:
-                    _emit(out, listed, list_starts, shingles, text, _mix64_scalar(rolling ^ salt), num_perm, listing)
+                    _emit(out, listed, list_starts, shingles, text, _mix64(rolling ^ salt), num_perm, listing)
             i += 1
         if 0 < count < shingle_words:  # a text shorter than one shingle is one shingle of all its words
-            _emit(out, listed, list_starts, shingles, text, _mix64_scalar(rolling ^ salt), num_perm, listing)
+            _emit(out, listed, list_starts, shingles, text, _mix64(rolling ^ salt), num_perm, listing)
     return shingles
 
 
