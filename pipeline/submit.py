@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline.config import Config, ConfigError, read_config
 
-from pipeline.config import ConfigError, read_config
 
-
-def check_config(config_path: str, overrides: list[str], output: str | None) -> dict:
+def check_config(config_path: str, overrides: list[str], output: str | None) -> Config:
     """The checks that make sense away from the cluster: the file parses, every key and type is known,
     and the output is a place every node sees. Inputs are checked by the job itself, where they are read."""
     config = read_config(config_path, overrides)
@@ -29,7 +28,7 @@ def check_config(config_path: str, overrides: list[str], output: str | None) -> 
     if "://" not in target and not os.path.isabs(target):
         raise ConfigError(f"output {target!r}: a submitted job needs an absolute path on storage every node "
                           "sees, or an s3:// URI (set it in the config or with --output)")
-    return raw
+    return config
 
 
 def submit_command(args) -> int:

@@ -35,8 +35,8 @@ def test_rayjob_runs_a_valid_config_from_the_image():
     in_image = entrypoint[4]
     assert in_image.startswith("/home/ray/crawlbelt/")  # the Dockerfile's WORKDIR
     config = ROOT / in_image.removeprefix("/home/ray/crawlbelt/")
-    raw = check_config(str(config), [], None)
-    assert raw["output"].startswith("s3://") and all(p.startswith("s3://") for s in raw["sources"] for p in s["input"])
+    checked = check_config(str(config), [], None)
+    assert checked.output.startswith("s3://") and all(p.startswith("s3://") for s in checked.sources for p in s.input)
     images = {c["image"] for group in [job["spec"]["rayClusterSpec"]["headGroupSpec"],
                                        *job["spec"]["rayClusterSpec"]["workerGroupSpecs"]]
               for c in group["template"]["spec"]["containers"]}
