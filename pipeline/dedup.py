@@ -16,9 +16,8 @@ import ray
 
 from pipeline.config import DedupConfig
 from pipeline.engine import collect
-from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, exact_duplicates, exact_jaccard,
-                          optimal_bands, recall_bands,
-                          sha1_keys, shard_of_hex)
+from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_duplicates, optimal_bands, pair_agreements,
+                          pair_jaccards, recall_bands, resolve_roots, sha1_keys, shard_of_hex, union_edges)
 
 VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()),
                             ("dup_of", pa.string())])
@@ -67,13 +66,23 @@ def exact_dedup(alive: ray.data.Dataset, shards: int) -> pa.Table:
     return collect(duplicates, EXACT_SCHEMA)
 
 
+EDGE_CHUNK = 1 << 18  # candidate edges verified and joined at a time on the driver
+
+
 def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.Table:
     """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document.
 
-    1. signatures, per batch, written once to `work` (they are read twice: bands, then verification);
-    2. band buckets, hash-partitioned into shards so no worker holds all buckets; candidate pairs per shard;
-    3. verification of candidates by exact (or estimated) Jaccard, with data of candidate documents only;
-    4. connected components (stages.dedup.components) and each cluster's first document as survivor.
+    1. signatures, per batch, written once to `work` (read again for bands and for verification);
+    2. band buckets, hash-partitioned into shards so no worker holds all buckets; each shard's candidate
+       edges are written to `work`, not gathered;
+    3. the driver streams the edges in chunks of EDGE_CHUNK: each chunk is verified by exact (or
+       estimated) Jaccard against the candidate documents' shingle sets (or signatures), which are
+       spilled to a file in `work` and memory-mapped, then joined into a union-find over all documents.
+
+    The driver's memory is bounded by the number of documents, not of edges or shingles: 17 bytes per
+    document (its order, its union-find parent, a candidate flag), 16 per candidate document (where its
+    set lies in the spilled file), and one chunk of edges (about 50 bytes each). Each cluster's root is its
+    smallest id, so the survivor is its first document in the fixed order, whatever order edges come in.
     """
     if config.bands:
         bands, rows = config.bands, config.rows
@@ -95,24 +104,47 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
         return pa.table({"order": np.repeat(batch["order"].to_numpy(), bands), "bucket": buckets,
                          "shard": (buckets % np.uint64(shards)).astype(np.int32)})
 
-    folder = work / "signatures"
-    alive.map_batches(sign, batch_format="pyarrow").write_parquet(str(folder))
-    signatures = ray.data.read_parquet(str(folder))
-    candidates = collect(signatures.map_batches(bucket_rows, batch_format="pyarrow")
-                         .groupby("shard", num_partitions=shards)
-                         .map_groups(bucket_candidates, batch_format="pyarrow"), EDGE_SCHEMA)
-    sources, targets = candidates["order"].to_numpy(), candidates["linked_to"].to_numpy()
-    if config.verify == "estimated" and len(sources):
-        keep = _estimate_reaches(signatures, sources, targets, k, config.threshold)
-        sources, targets = sources[keep], targets[keep]
-    elif config.verify == "exact" and len(sources):
-        keep = _jaccard_reaches(alive, hasher, sources, targets, config.threshold)
-        sources, targets = sources[keep], targets[keep]
-    members, survivors = components(sources, targets)
+    alive.map_batches(sign, batch_format="pyarrow").write_parquet(str(work / "signatures"))
+    signatures = ray.data.read_parquet(str(work / "signatures"))
+    orders = np.sort(np.concatenate([np.zeros(0, np.int64)] + [
+        batch["order"] for batch in signatures.select_columns(["order"]).iter_batches(batch_format="numpy")]))
+    (signatures.map_batches(bucket_rows, batch_format="pyarrow")
+     .groupby("shard", num_partitions=shards).map_groups(bucket_candidates, batch_format="pyarrow")
+     .write_parquet(str(work / "candidates")))
+
+    def edge_chunks():
+        """(a, b) dense ids (positions in `orders`) of the candidate edges, a chunk at a time."""
+        if not any((work / "candidates").glob("*.parquet")):
+            return
+        edges = ray.data.read_parquet(str(work / "candidates"))
+        for chunk in edges.iter_batches(batch_size=EDGE_CHUNK, batch_format="numpy"):
+            yield np.searchsorted(orders, chunk["order"]), np.searchsorted(orders, chunk["linked_to"])
+
+    verify = None
+    if config.verify != "none":
+        is_candidate = np.zeros(len(orders), dtype=bool)
+        for a, b in edge_chunks():
+            is_candidate[a] = is_candidate[b] = True
+        candidates = orders[is_candidate]
+        del is_candidate
+        if config.verify == "exact":
+            verify = _exact_verifier(alive, hasher, candidates, work / "shingles.u64", config.threshold)
+        else:
+            verify = _estimate_verifier(signatures, candidates, k, work / "signatures.u32", config.threshold)
+
+    parent = np.arange(len(orders), dtype=np.int64)
+    for a, b in edge_chunks():
+        if verify is not None:
+            keep = verify(orders[a], orders[b])
+            a, b = a[keep], b[keep]
+        union_edges(parent, a, b)
+    resolve_roots(parent)
+    members = np.flatnonzero(parent != np.arange(len(orders)))
     if not len(members):
         return EXACT_SCHEMA.empty_table()
+    survivors = orders[parent[members]]
     ids = _ids_of(alive, survivors)
-    return pa.table({"order": pa.array(members, pa.int64()),
+    return pa.table({"order": pa.array(orders[members], pa.int64()),
                      "dup_of": pa.array([ids[s] for s in survivors.tolist()], pa.string())})
 
 
@@ -121,40 +153,57 @@ def _signature_matrix(batch: pa.Table, k: int) -> np.ndarray:
     return pc.list_flatten(column).to_numpy().reshape(-1, k)
 
 
-def _jaccard_reaches(alive: ray.data.Dataset, hasher: MinHasher, sources, targets, threshold: float) -> np.ndarray:
-    """Mask of candidate pairs whose exact shingle Jaccard reaches the threshold. The shingle sets of
-    documents in some candidate pair are computed by the workers and brought to the driver (8 bytes per
-    distinct shingle per candidate document)."""
-    wanted = pa.array(np.unique(np.concatenate([sources, targets])))
+def _exact_verifier(alive: ray.data.Dataset, hasher: MinHasher, candidates: np.ndarray, path: Path,
+                    threshold: float):
+    """A function (sources, targets) -> mask of pairs whose exact shingle Jaccard reaches the threshold.
+
+    Workers compute the candidate documents' shingle sets; the driver appends them to `path` as they
+    stream in (8 bytes per distinct shingle, on disk) and keeps where each one starts and ends."""
+    wanted = pa.array(candidates)
 
     def shingle_sets(batch: pa.Table) -> pa.Table:
         batch = batch.filter(pc.is_in(batch["order"], wanted))
         sets = hasher.shingle_sets(batch["text"])
         return pa.table({"order": batch["order"], "shingles": pa.array(sets, pa.list_(pa.uint64()))})
 
-    found = collect(alive.map_batches(shingle_sets, batch_format="pyarrow"),
-                    pa.schema([("order", pa.int64()), ("shingles", pa.list_(pa.uint64()))])).sort_by("order")
-    orders = found["order"].to_numpy()
-    column = found["shingles"].combine_chunks()
-    flat, offsets = column.values.to_numpy(), column.offsets.to_numpy()
-    a, b = np.searchsorted(orders, sources), np.searchsorted(orders, targets)
-    return np.array([exact_jaccard(flat[offsets[i]:offsets[i + 1]], flat[offsets[j]:offsets[j + 1]]) >= threshold
-                     for i, j in zip(a.tolist(), b.tolist())], dtype=bool)
+    starts = np.zeros(len(candidates), np.int64)
+    ends = np.zeros(len(candidates), np.int64)
+    written = 0
+    with open(path, "wb") as spill:
+        for batch in alive.map_batches(shingle_sets, batch_format="pyarrow").iter_batches(batch_format="pyarrow"):
+            column = batch["shingles"].combine_chunks()
+            offsets = column.offsets.to_numpy()
+            slots = np.searchsorted(candidates, batch["order"].to_numpy())
+            starts[slots] = written + offsets[:-1] - offsets[0]
+            ends[slots] = written + offsets[1:] - offsets[0]
+            values = column.values.to_numpy()[offsets[0]:offsets[-1]]
+            spill.write(values.tobytes())
+            written += len(values)
+    flat = np.asarray(np.memmap(path, np.uint64, "r")) if written else np.zeros(0, np.uint64)
+
+    def reaches(sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        a, b = np.searchsorted(candidates, sources), np.searchsorted(candidates, targets)
+        return pair_jaccards(flat, starts, ends, a, b) >= threshold
+
+    return reaches
 
 
-def _estimate_reaches(signatures: ray.data.Dataset, sources, targets, k: int, threshold: float) -> np.ndarray:
-    """Mask of candidate pairs whose estimated Jaccard reaches the threshold. Only the signatures of
-    documents in some candidate pair come to the driver (k * 4 bytes each)."""
-    wanted = pa.array(np.unique(np.concatenate([sources, targets])))
-    found = collect(signatures.map_batches(lambda b: b.filter(pc.is_in(b["order"], wanted)), batch_format="pyarrow"),
-                    pa.schema([("order", pa.int64()), ("signature", pa.list_(pa.uint32(), k))])).sort_by("order")
-    orders, matrix = found["order"].to_numpy(), _signature_matrix(found, k)
-    a, b = np.searchsorted(orders, sources), np.searchsorted(orders, targets)
-    keep = np.zeros(len(sources), dtype=bool)
-    for start in range(0, len(sources), 1 << 16):
-        chunk = slice(start, start + (1 << 16))
-        keep[chunk] = (matrix[a[chunk]] == matrix[b[chunk]]).mean(axis=1) >= threshold
-    return keep
+def _estimate_verifier(signatures: ray.data.Dataset, candidates: np.ndarray, k: int, path: Path, threshold: float):
+    """A function (sources, targets) -> mask of pairs whose estimated Jaccard reaches the threshold.
+    The candidate documents' signatures are spilled to `path` (k * 4 bytes each) and memory-mapped."""
+    wanted = pa.array(candidates)
+    matrix = np.memmap(path, np.uint32, "w+", shape=(max(1, len(candidates)), k))
+    for batch in signatures.map_batches(lambda b: b.filter(pc.is_in(b["order"], wanted)),
+                                        batch_format="pyarrow").iter_batches(batch_format="pyarrow"):
+        matrix[np.searchsorted(candidates, batch["order"].to_numpy())] = _signature_matrix(batch, k)
+    matrix.flush()
+    matrix = np.asarray(matrix)
+
+    def reaches(sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        a, b = np.searchsorted(candidates, sources), np.searchsorted(candidates, targets)
+        return pair_agreements(matrix, a, b) >= threshold
+
+    return reaches
 
 
 def _ids_of(alive: ray.data.Dataset, orders: np.ndarray) -> dict[int, str]:

@@ -342,29 +342,78 @@ def bucket_candidates(shard: pa.Table) -> pa.Table:
     return pa.table({"order": pa.array(pairs[:, 0], pa.int64()), "linked_to": pa.array(pairs[:, 1], pa.int64())})
 
 
+@numba.njit(cache=True, nogil=True)
+def union_edges(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Join the components of a[i] and b[i] for every i, in place, over dense ids 0..n-1.
+
+    A root is always linked under the smaller root, so each component's root is its smallest id, whatever
+    the order the edges come in: the survivor does not depend on how edges were split or sorted.
+    """
+    for i in range(len(a)):
+        x, y = a[i], b[i]
+        while parent[x] != x:  # path halving keeps the trees shallow
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x < y:
+            parent[y] = x
+        elif y < x:
+            parent[x] = y
+
+
+@numba.njit(cache=True, nogil=True)
+def resolve_roots(parent: np.ndarray) -> None:
+    """Point every id straight at its root, in place. parent[i] <= i, so one pass in id order does it."""
+    for i in range(len(parent)):
+        parent[i] = parent[parent[i]]
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_jaccards(flat: np.ndarray, starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact Jaccard of pairs of sorted unique sets: set i is flat[starts[i]:ends[i]], pair p is (a[p], b[p])."""
+    out = np.empty(len(a), dtype=np.float64)
+    for p in range(len(a)):
+        i, i_end = starts[a[p]], ends[a[p]]
+        j, j_end = starts[b[p]], ends[b[p]]
+        size = (i_end - i) + (j_end - j)
+        common = 0
+        while i < i_end and j < j_end:
+            if flat[i] == flat[j]:
+                common += 1
+                i += 1
+                j += 1
+            elif flat[i] < flat[j]:
+                i += 1
+            else:
+                j += 1
+        out[p] = 1.0 if size == 0 else common / (size - common)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_agreements(signatures: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Estimated Jaccard of pairs: the share of equal signature values of rows a[p] and b[p]."""
+    out = np.empty(len(a), dtype=np.float64)
+    k = signatures.shape[1]
+    for p in range(len(a)):
+        equal = 0
+        for column in range(k):
+            equal += signatures[a[p], column] == signatures[b[p], column]
+        out[p] = equal / k
+    return out
+
+
 def components(sources: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Connected components of the graph with edges (sources[i], targets[i]) over int64 ids.
+    """Connected components of a small graph with edges (sources[i], targets[i]) over int64 ids.
 
     Returns (members, roots): every id on an edge that is not the smallest id of its component, and that
-    smallest id, which is the survivor. Min-label propagation with pointer jumping in numpy: memory is
-    about 40 bytes per edge and 24 per node, and the number of rounds grows with the log of the longest path.
+    smallest id, which is the survivor. (The belt streams edges through `union_edges` instead.)
     """
-    if len(sources) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     nodes, inverse = np.unique(np.concatenate([sources, targets]), return_inverse=True)
-    a, b = inverse[: len(sources)], inverse[len(sources):]
-    label = np.arange(len(nodes))  # nodes are sorted, so the smallest label is the smallest id
-    while True:
-        low = np.minimum(label[a], label[b])
-        before = label.copy()
-        np.minimum.at(label, a, low)
-        np.minimum.at(label, b, low)
-        while True:  # pointer jumping: follow labels to their own labels
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-        if np.array_equal(label, before):
-            break
-    members = np.flatnonzero(label != np.arange(len(nodes)))
-    return nodes[members], nodes[label[members]]
+    parent = np.arange(len(nodes), dtype=np.int64)
+    union_edges(parent, inverse[: len(sources)].astype(np.int64), inverse[len(sources):].astype(np.int64))
+    resolve_roots(parent)
+    members = np.flatnonzero(parent != np.arange(len(nodes)))
+    return nodes[members], nodes[parent[members]]

@@ -6,8 +6,9 @@ import pyarrow as pa
 import pytest
 
 from helpers import CRAWL_SAMPLE
-from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, estimated_jaccard,
-                          exact_duplicates, normalize, optimal_bands, recall_bands, sha1_keys)
+from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, estimated_jaccard, exact_duplicates,
+                          exact_jaccard, normalize, optimal_bands, pair_agreements, pair_jaccards, recall_bands,
+                          resolve_roots, sha1_keys, union_edges)
 
 
 def shingles(text, n=5):
@@ -116,3 +117,37 @@ def test_components_keep_the_smallest_id():
     chain = np.arange(1000, 0, -1)
     members, roots = components(chain, chain - 1)
     assert set(roots.tolist()) == {0} and len(members) == 1000
+
+
+def test_union_find_gives_the_same_roots_whatever_the_edge_order_and_chunks():
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 500, 400), rng.integers(0, 500, 400)
+    reference = np.arange(500)
+    union_edges(reference, a, b)
+    resolve_roots(reference)
+    shuffled = rng.permutation(400)
+    parent = np.arange(500)
+    for chunk in np.array_split(shuffled, 7):  # edges in another order, in chunks, each pair reversed
+        union_edges(parent, b[chunk], a[chunk])
+    resolve_roots(parent)
+    assert np.array_equal(parent, reference)
+    # every root is the smallest id of its component (brute force by label spreading)
+    label = np.arange(500)
+    for _ in range(500):
+        low = np.minimum(label[a], label[b])
+        np.minimum.at(label, a, low)
+        np.minimum.at(label, b, low)
+    assert np.array_equal(reference, label)
+
+
+def test_pair_jaccards_match_exact_jaccard():
+    rng = np.random.default_rng(5)
+    sets = [np.unique(rng.integers(0, 60, rng.integers(0, 40))).astype(np.uint64) for _ in range(30)]
+    flat = np.concatenate(sets)
+    ends = np.cumsum([len(s) for s in sets])
+    starts = ends - [len(s) for s in sets]
+    a, b = rng.integers(0, 30, 100), rng.integers(0, 30, 100)
+    expected = [exact_jaccard(sets[i], sets[j]) for i, j in zip(a, b)]
+    assert np.allclose(pair_jaccards(flat, starts, ends, a, b), expected)
+    signatures = rng.integers(0, 3, (30, 16)).astype(np.uint32)
+    assert np.allclose(pair_agreements(signatures, a, b), [np.mean(signatures[i] == signatures[j]) for i, j in zip(a, b)])
