@@ -12,10 +12,14 @@ drops it, so the final counts can prove that every record left the belt exactly 
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import shutil
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,7 +29,7 @@ import ray
 
 from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import ReadFiles, StageClock, Timed, files_dataset, start_ray, task_options
+from pipeline.engine import FilterFiles, StageClock, files_dataset, filtered_part_name, start_ray, task_options
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -92,25 +96,18 @@ def run(config: Config) -> dict:
 
 def run_into(config: Config, out: Path) -> dict:
     """The whole belt, writing to the local (or shared) folder `out`."""
-    prepare_output(out)
+    files = input_files(config)
+    prepare_output(out, filter_fingerprint(config, files))
     work = out / "_work"
     started = time.time()
     start_ray(config.ray)
     clock = StageClock.remote()
-    files = input_files(config)
     timings = {}
 
     if files:
-        # Filter pass: every record of every file, through the per-document stages, to Parquet.
+        # Filter pass: every record of every file, through the per-document stages, one Parquet part per file.
         t = time.perf_counter()
-        ds = files_dataset(files).map_batches(
-            ReadFiles(config.read.batch_size, int(config.read.max_payload_mb * 1e6), clock, config.storage),
-            batch_size=1, batch_format="pyarrow", **task_options(config.resources.filter))
-        for stage in document_stages(config):
-            # the same options for every stage, so that Ray Data fuses them into the reading task
-            ds = ds.map_batches(Timed(stage, clock), batch_size=None, batch_format="pyarrow",
-                                **task_options(config.resources.filter))
-        ds.write_parquet(str(work / "filtered"))
+        filter_pass(config, files, work / "filtered", clock)
         timings["filter_pass"] = time.perf_counter() - t
         filtered = ray.data.read_parquet(str(work / "filtered"))
         log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
@@ -154,6 +151,42 @@ def run_into(config: Config, out: Path) -> dict:
     return manifest
 
 
+def filter_pass(config: Config, files: list[tuple[str, str]], folder: Path, clock) -> None:
+    """Write `folder/file-NNNNNN.parquet` for every input file that has none yet (a killed run's rerun
+    redoes only the files it had not finished; `prepare_output` kept the parts only if nothing that shapes
+    them changed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".*.tmp"):  # a file being written when the run was killed
+        stale.unlink()
+    pending = [(i, path, source) for i, (path, source) in enumerate(files)
+               if not (folder / filtered_part_name(i)).exists()]
+    if len(pending) < len(files):
+        log.info("resume: %d of %d files already through the filter pass", len(files) - len(pending), len(files))
+    if pending:
+        filter_files = FilterFiles(document_stages(config), str(folder), config.read.batch_size,
+                                   int(config.read.max_payload_mb * 1e6), clock, config.storage)
+        ray.get(files_dataset(pending).map_batches(filter_files, batch_size=1, batch_format="pyarrow",
+                                                   **task_options(config.resources.filter)).to_arrow_refs())
+
+
+def filter_fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
+    """What the filter pass's parts depend on: the input files (with size and time of local ones) and the
+    settings of the reader and the per-document stages. Parts of a run with another fingerprint are redone."""
+    inputs = []
+    for path, source in files:
+        stat = os.stat(path) if os.path.exists(path) else None
+        inputs.append([path, source, stat.st_size if stat else None, stat.st_mtime_ns if stat else None])
+    sections = {name: asdict(getattr(config, name))
+                for name in ("read", "extract", "language", "quality", "repetition", "classifier")}
+    for name in ("good_examples", "bad_examples", "model_path"):  # files whose content shapes the classifier
+        paths = sections["classifier"].get(name) or []
+        for path in [paths] if isinstance(paths, str) else paths:
+            if os.path.exists(path):
+                inputs.append([path, "classifier", os.stat(path).st_size, os.stat(path).st_mtime_ns])
+    text = json.dumps({"inputs": inputs, "settings": sections}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _rows_in(folder: Path) -> int:
     return 0 if not folder.is_dir() else sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
 
@@ -166,20 +199,29 @@ class OutputError(RuntimeError):
     """The output folder cannot be written (read-only, not a folder, no space): one line for the user."""
 
 
-def prepare_output(out: Path) -> None:
+def prepare_output(out: Path, fingerprint: str | None = None) -> None:
     """Clear what an earlier run (finished or killed) left, and make sure the folder can be written before
-    any work starts. Config validation made sure the folder is a crawlbelt output; `_work` is made first,
-    so that a run killed at any moment leaves a folder the next run still recognises as one."""
+    any work starts. The filter pass's parts of a killed run are kept when its fingerprint is this run's:
+    the rerun goes on from there. Config validation made sure the folder is a crawlbelt output; `_work` is
+    made first, so that a run killed at any moment leaves a folder the next run still recognises as one."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         work = out / "_work"
         work.mkdir(exist_ok=True)
+        stamp = work / "filter-fingerprint"
+        resumable = fingerprint is not None and stamp.is_file() and stamp.read_text() == fingerprint
         for path in [out / name for name in ("docs", "rejects", "tokens", "manifest.json", "report.html")] + [
                 *out.glob(".*.tmp"), *work.iterdir()]:
+            if resumable and path in (stamp, work / "filtered"):
+                continue
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
+        if fingerprint is not None and not resumable:
+            tmp = work / ".filter-fingerprint.tmp"
+            tmp.write_text(fingerprint)
+            os.replace(tmp, stamp)
         probe = work / ".write-probe"
         probe.write_bytes(b"")
         probe.unlink()

@@ -3,8 +3,11 @@ and `plan`."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -98,6 +101,13 @@ def main(argv=None) -> int:
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        failed = storage_error(exc)
+        if failed is None:
+            raise
+        print(f"output error: {failed.filename or config.output}: {failed.strerror}; free space (or fix the "
+              "folder) and run again: files of the filter pass already done are kept", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
     if args.command == "dry-run":
@@ -118,6 +128,24 @@ def main(argv=None) -> int:
           f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
           f"report: {config.output.rstrip('/')}/report.html")
     return 0
+
+
+STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def storage_error(exc: BaseException) -> OSError | None:
+    """The full disk, quota or read-only folder behind an exception. Ray passes a worker's exception on
+    as text (its chain is not kept), so the text is searched too."""
+    seen, first = set(), exc
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+            return exc
+        exc = getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
+    for code in map(int, re.findall(r"\[Errno (\d+)\]", str(first))):
+        if code in STORAGE_ERRNOS:
+            return OSError(code, os.strerror(code))
+    return None
 
 
 def plan_command(args) -> int:

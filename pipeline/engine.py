@@ -6,14 +6,16 @@ import os
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import ray
 from ray.data.context import ShuffleStrategy
 
 from pipeline.config import RayConfig
 from pipeline.storage import open_input
-from stages.warc_read import read_warc
+from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 
 def start_ray(settings: RayConfig) -> None:
@@ -88,12 +90,15 @@ class Timed:
         return out
 
 
-class ReadFiles:
-    """Ray Data generator op: one input row (path, file_index, source) in, the file's record batches out."""
+class FilterFiles:
+    """Ray Data op for the filter pass: per input row (file_index, path, source), the file's records are
+    read batch by batch, run through every per-document stage, and written to `folder/file-NNNNNN.parquet`
+    under a temporary name that is renamed once the file is whole. A part is therefore there complete or
+    not at all, and a rerun can skip the files that have one. Returns (file_index, rows) per file."""
 
-    name = "read"
-
-    def __init__(self, batch_size: int, max_payload_bytes: int, clock, storage=None):
+    def __init__(self, stages: list, folder: str, batch_size: int, max_payload_bytes: int, clock, storage=None):
+        self.stages = [Timed(stage, clock) for stage in stages]
+        self.folder = Path(folder)
         self.batch_size = batch_size
         self.max_payload_bytes = max_payload_bytes
         self.clock = clock
@@ -102,13 +107,40 @@ class ReadFiles:
     def _open(self, path: str):
         return open_input(path, self.storage)
 
-    def __call__(self, files: pa.Table):
-        for path, file_index, source in zip(*(files[c].to_pylist() for c in ("path", "file_index", "source"))):
-            start = time.perf_counter()
-            for table in read_warc(path, file_index, source, self.batch_size, self.max_payload_bytes, self._open):
-                self.clock.add.remote("read", time.perf_counter() - start, node_id())
-                yield table
+    def _filter(self, table: pa.Table) -> pa.Table:
+        for stage in self.stages:
+            table = stage(table)
+        return table
+
+    def __call__(self, files: pa.Table) -> pa.Table:
+        done = []
+        for file_index, path, source in zip(*(files[c].to_pylist() for c in ("file_index", "path", "source"))):
+            part = self.folder / filtered_part_name(file_index)
+            tmp = part.with_name(f".{part.name}.tmp")
+            rows, writer = 0, None
+            try:
                 start = time.perf_counter()
+                for table in read_warc(path, file_index, source, self.batch_size, self.max_payload_bytes, self._open):
+                    self.clock.add.remote("read", time.perf_counter() - start, node_id())
+                    table = self._filter(table)
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                    writer.write_table(table.cast(writer.schema))
+                    rows += table.num_rows
+                    start = time.perf_counter()
+                if writer is None:  # no record at all: the part still says the file is done
+                    table = self._filter(DOCUMENT_SCHEMA.empty_table())
+                    writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+            finally:
+                if writer is not None:
+                    writer.close()
+            os.replace(tmp, part)
+            done.append((file_index, rows))
+        return pa.table({"file_index": [d[0] for d in done], "rows": [d[1] for d in done]})
+
+
+def filtered_part_name(file_index: int) -> str:
+    return f"file-{file_index:06d}.parquet"
 
 
 def task_options(settings) -> dict:
@@ -123,9 +155,9 @@ def task_options(settings) -> dict:
     return options
 
 
-def files_dataset(files: list[tuple[str, str]]) -> ray.data.Dataset:
-    """One row per input file, in the fixed order that `order` numbers them by, one block each."""
-    rows = [{"path": path, "file_index": i, "source": source} for i, (path, source) in enumerate(files)]
+def files_dataset(files: list[tuple[int, str, str]]) -> ray.data.Dataset:
+    """One row per input file (file_index, path, source), one block each."""
+    rows = [{"file_index": i, "path": path, "source": source} for i, path, source in files]
     return ray.data.from_items(rows, override_num_blocks=max(1, len(rows)))
 
 
