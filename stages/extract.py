@@ -1,8 +1,14 @@
-"""Decode each HTML payload to text and extract its main content with trafilatura.
+"""Decode each HTML payload to text and extract its main content with trafilatura or resiliparse.
 
 Adds `text` and `charset` (the codec actually used) to alive rows, then drops the large `html` column.
 Each document gets a time limit (SIGALRM, main thread only), so that one pathological page cannot stall
-a whole batch.
+a whole batch. Resiliparse's extraction is one call into C++, which the alarm cannot interrupt; it takes
+about a millisecond a page, so only trafilatura really needs the limit.
+
+Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed and quality"):
+- `trafilatura`: trafilatura's extractor, with its fallbacks (readability, jusText) unless `fast`;
+- `resiliparse`: resiliparse's `extract_plain_text(main_content=True)`, many times faster, less exact;
+- `trafilatura+resiliparse`: trafilatura, and resiliparse for the pages where trafilatura finds nothing.
 """
 from __future__ import annotations
 
@@ -148,8 +154,14 @@ def _trafilatura_config():
     return config
 
 
+METHODS = ("trafilatura", "resiliparse", "trafilatura+resiliparse")
+
+
 class Extract:
-    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped."""
+    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped.
+
+    `favor`, `include_tables` and `fast` are trafilatura's settings; `include_comments` applies to both
+    extractors (resiliparse's `comments`)."""
 
     name = "extract"
 
@@ -160,9 +172,15 @@ class Extract:
         include_tables: bool = True,
         include_comments: bool = False,
         max_html_bytes: int | None = 5_000_000,
+        method: str = "trafilatura",
+        fast: bool = False,
     ):
         if favor not in ("balanced", "precision", "recall"):
             raise ValueError(f"favor must be balanced, precision or recall, not {favor!r}")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+        self.method = method
+        self.fast = fast
         self.timeout_s = timeout_s
         self.favor = favor
         self.include_tables = include_tables
@@ -194,17 +212,41 @@ class Extract:
             html, charset = decode_html(payload, http_charset)
         except Exception as error:
             return None, None, "extract:decode", f"{type(error).__name__}: {error}"
-        _trafilatura_config()  # import trafilatura and build its config outside the time limit
+        text, reason, detail = self.extract_decoded(html)
+        if reason == "extract:empty":
+            detail = f"no text in {len(payload)} bytes of HTML (decoded as {charset})"
+        return text, charset, reason, detail
+
+    def extract_decoded(self, html: str) -> tuple[str | None, str | None, str | None]:
+        """(text, reject reason, detail) for one decoded page, under the time limit: everything the stage
+        does after decoding (scripts/bench_extract.py times this)."""
+        self.load()
         started = time.monotonic()
         try:
-            text = self._with_time_limit(self._trafilatura, html)
+            text = self._with_time_limit(self.extract_text, html)
         except _Timeout:
-            return None, charset, "extract:timeout", f"over {self.timeout_s} s ({time.monotonic() - started:.1f} s)"
+            return None, "extract:timeout", f"over {self.timeout_s} s ({time.monotonic() - started:.1f} s)"
         except Exception as error:
-            return None, charset, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
+            return None, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
         if not text or not text.strip():
-            return None, charset, "extract:empty", f"no text in {len(payload)} bytes of HTML (decoded as {charset})"
-        return text, charset, None, None
+            return None, "extract:empty", "no text"
+        return text, None, None
+
+    def load(self) -> None:
+        """Import the extractors and build trafilatura's config (once per process), outside any time limit."""
+        if self.method != "resiliparse":
+            _trafilatura_config()
+        if self.method != "trafilatura":
+            import resiliparse.extract.html2text  # noqa: F401
+
+    def extract_text(self, html: str) -> str | None:
+        """The main text of one decoded page by the configured method; no time limit."""
+        if self.method == "resiliparse":
+            return self._resiliparse(html)
+        text = self._trafilatura(html)
+        if self.method == "trafilatura+resiliparse" and (not text or not text.strip()):
+            return self._resiliparse(html)
+        return text
 
     def _trafilatura(self, html: str) -> str | None:
         import trafilatura
@@ -213,12 +255,19 @@ class Extract:
             html,
             config=_trafilatura_config(),
             output_format="txt",
+            fast=self.fast,
             favor_precision=self.favor == "precision",
             favor_recall=self.favor == "recall",
             include_tables=self.include_tables,
             include_comments=self.include_comments,
             with_metadata=False,
         )
+
+    def _resiliparse(self, html: str) -> str:
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.html import HTMLTree
+
+        return extract_plain_text(HTMLTree.parse(html), main_content=True, comments=self.include_comments)
 
     def _with_time_limit(self, function, *args):
         # SIGALRM handlers can only be installed from the main thread; elsewhere (a thread pool, Ray's
