@@ -79,7 +79,7 @@ class ReadConfig:
 
 @dataclass
 class ExtractConfig:
-    method: str = "trafilatura"  # trafilatura, resiliparse, or trafilatura+resiliparse (see README)
+    method: str = "trafilatura"  # trafilatura, resiliparse, resiliparse-clean or trafilatura+resiliparse (README)
     fast: bool = False  # trafilatura's fast=True: no readability/jusText fallback
     timeout_s: float = 5.0
     favor: str = "balanced"  # balanced, precision or recall (trafilatura)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from stages.extract import Extract, decode_html
+from stages.extract import Extract, decode_html, drop_short_lines
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -255,7 +255,7 @@ ARTICLE_PAGE = """<!doctype html><html><head><title>Lighthouses</title></head><b
 </body></html>"""
 
 
-@pytest.mark.parametrize("method", ["resiliparse", "trafilatura", "trafilatura+resiliparse"])
+@pytest.mark.parametrize("method", ["resiliparse", "resiliparse-clean", "trafilatura", "trafilatura+resiliparse"])
 def test_methods_keep_the_article_and_drop_nav_and_footer(method):
     out = Extract(method=method)(docs([ARTICLE_PAGE.encode()]))
     assert out["reason"].to_pylist() == [None]
@@ -272,6 +272,25 @@ def test_resiliparse_decodes_first_and_rejects_empty_pages():
     assert out["charset"].to_pylist() == ["cp1251", "utf-8"]
     assert "столица России" in out["text"][0].as_py()
     assert out["reason"].to_pylist() == [None, "extract:empty"]
+
+
+def test_clean_drops_short_lines_that_are_not_sentences():
+    text = "  • Home\n  • World news\n\nThe keepers of the lighthouses lived on the rocks\n\nThey left.\n\nShare this\n\n" \
+           "北京是中华人民共和国的首都\nPhoto: Jane Doe"
+    assert drop_short_lines(text) == "The keepers of the lighthouses lived on the rocks\n\nThey left.\n\n北京是中华人民共和国的首都"
+    assert drop_short_lines("Home\nNews") == "Home\nNews"  # nothing left: unchanged
+
+
+def test_clean_drops_alt_texts_and_short_links_the_plain_method_keeps():
+    page = ARTICLE_PAGE.replace(
+        "<p>When the last", '<figure><img src="a.jpg" alt="Portrait of a keeper with his lamp"></figure>'
+        '<p>Related: <a href="/b">Storm photos</a></p><p>Share on Facebook</p><p>When the last')
+    plain, clean = (Extract(method=m)(docs([page.encode()]))["text"][0].as_py() for m in ("resiliparse", "resiliparse-clean"))
+    for line in ("Portrait of a keeper", "Storm photos", "Share on Facebook"):
+        assert line in plain  # resiliparse's main-content heuristics keep these
+        assert line not in clean
+    assert "The keepers of the northern lighthouses" in clean  # a heading of 5 words or more stays
+    assert "record of storms, shipwrecks" in " ".join(clean.split())
 
 
 def test_fallback_uses_resiliparse_only_where_trafilatura_finds_nothing(monkeypatch):
@@ -307,7 +326,8 @@ def test_unknown_method_is_refused_by_stage_and_config(tmp_path):
         load_config(str(sample), overrides=["extract.method=readability"], inputs=[str(warc)])
     message = str(error.value)
     assert "\n" not in message
-    assert message.startswith("extract.method: expected one of trafilatura, resiliparse, trafilatura+resiliparse")
+    assert message.startswith(
+        "extract.method: expected one of trafilatura, resiliparse, resiliparse-clean, trafilatura+resiliparse")
     assert "'readability'" in message
     config = load_config(str(sample), overrides=["extract.method=resiliparse", "extract.fast=true"], inputs=[str(warc)])
     assert (config.extract.method, config.extract.fast) == ("resiliparse", True)
