@@ -47,6 +47,8 @@ def document_stages(config: Config) -> list:
             include_tables=config.extract.include_tables,
             include_comments=config.extract.include_comments,
             max_html_bytes=int(config.extract.max_html_mb * 1e6),
+            method=config.extract.method,
+            fast=config.extract.fast,
         ),
         LanguageId(
             method=config.language.method,

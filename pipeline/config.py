@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from stages.extract import METHODS as EXTRACT_METHODS
+
 
 class ConfigError(Exception):
     """A config problem, in one line."""
@@ -77,9 +79,11 @@ class ReadConfig:
 
 @dataclass
 class ExtractConfig:
+    method: str = "trafilatura"  # trafilatura, resiliparse, resiliparse-clean or trafilatura+resiliparse (README)
+    fast: bool = False  # trafilatura's fast=True: no readability/jusText fallback
     timeout_s: float = 5.0
-    favor: str = "balanced"  # balanced, precision or recall
-    include_tables: bool = True
+    favor: str = "balanced"  # balanced, precision or recall (trafilatura)
+    include_tables: bool = True  # trafilatura
     include_comments: bool = False
     max_html_mb: float = 5.0  # larger pages are rejected extract:too_large before parsing
 
@@ -404,6 +408,7 @@ def _check(config: Config, base: Path) -> None:
             raise ConfigError(f"sources[{i}].weight: expected a number >= 0, got {source.weight}")
     if not sum(s.weight for s in config.sources) > 0:
         raise ConfigError("sources: at least one weight must be above 0")
+    _choices(config.extract.method, EXTRACT_METHODS, "extract.method")
     _choices(config.extract.favor, ("balanced", "precision", "recall"), "extract.favor")
     _choices(config.language.method, ("fasttext", "stopwords", "fasttext+stopwords"), "language.method")
     _choices(config.classifier.kind, ("naive_bayes", "fasttext", "none"), "classifier.kind")

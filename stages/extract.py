@@ -1,8 +1,17 @@
-"""Decode each HTML payload to text and extract its main content with trafilatura.
+"""Decode each HTML payload to text and extract its main content with trafilatura or resiliparse.
 
 Adds `text` and `charset` (the codec actually used) to alive rows, then drops the large `html` column.
 Each document gets a time limit (SIGALRM, main thread only), so that one pathological page cannot stall
-a whole batch.
+a whole batch. Resiliparse's extraction is one call into C++, which the alarm cannot interrupt; it takes
+about a millisecond a page, so only trafilatura really needs the limit.
+
+Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed and quality"):
+- `trafilatura`: trafilatura's extractor, with its fallbacks (readability, jusText) unless `fast`;
+- `resiliparse`: resiliparse's `extract_plain_text(main_content=True)`, many times faster, less exact;
+- `resiliparse-clean`: resiliparse without image alt texts, then lines of under 5 words that do not end
+  a sentence dropped (menus, link lists, share buttons, bylines); better than trafilatura's `fast` on the
+  benchmark at resiliparse's speed;
+- `trafilatura+resiliparse`: trafilatura, and resiliparse for the pages where trafilatura finds nothing.
 """
 from __future__ import annotations
 
@@ -148,8 +157,34 @@ def _trafilatura_config():
     return config
 
 
+METHODS = ("trafilatura", "resiliparse", "resiliparse-clean", "trafilatura+resiliparse")
+
+# resiliparse-clean: a line is kept if it has this many words, or ends like a sentence. Chosen on the
+# realhtml benchmark (3 to 10 words all scored within 0.005 mean F1 of each other).
+MIN_LINE_WORDS = 5
+_SENTENCE_END = (".", "!", "?", ":", ";", '"', "\u201d", "\u201c", "\u00bb", "\u2026", "\u3002", "\uff01", "\uff1f")
+# Words: runs of letters and digits; each CJK ideograph, kana or hangul syllable counts as one.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def drop_short_lines(text: str, min_words: int = MIN_LINE_WORDS) -> str:
+    """`text` without its short lines that do not end a sentence; blank lines (paragraph breaks) stay.
+    If nothing would be left, `text` unchanged (the quality stage decides about short pages)."""
+    kept = [
+        line for line in text.split("\n")
+        if not line.strip() or line.rstrip().endswith(_SENTENCE_END) or len(_WORD.findall(line)) >= min_words
+    ]
+    cleaned = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
+    return cleaned or text
+
+
 class Extract:
-    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped."""
+    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped.
+
+    `favor`, `include_tables` and `fast` are trafilatura's settings (the resiliparse methods ignore them);
+    `include_comments` applies to both extractors (resiliparse's `comments`)."""
 
     name = "extract"
 
@@ -160,9 +195,15 @@ class Extract:
         include_tables: bool = True,
         include_comments: bool = False,
         max_html_bytes: int | None = 5_000_000,
+        method: str = "trafilatura",
+        fast: bool = False,
     ):
         if favor not in ("balanced", "precision", "recall"):
             raise ValueError(f"favor must be balanced, precision or recall, not {favor!r}")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+        self.method = method
+        self.fast = fast
         self.timeout_s = timeout_s
         self.favor = favor
         self.include_tables = include_tables
@@ -194,17 +235,43 @@ class Extract:
             html, charset = decode_html(payload, http_charset)
         except Exception as error:
             return None, None, "extract:decode", f"{type(error).__name__}: {error}"
-        _trafilatura_config()  # import trafilatura and build its config outside the time limit
+        text, reason, detail = self.extract_decoded(html)
+        if reason == "extract:empty":
+            detail = f"no text in {len(payload)} bytes of HTML (decoded as {charset})"
+        return text, charset, reason, detail
+
+    def extract_decoded(self, html: str) -> tuple[str | None, str | None, str | None]:
+        """(text, reject reason, detail) for one decoded page, under the time limit: everything the stage
+        does after decoding (scripts/bench_extract.py times this)."""
+        self.load()
         started = time.monotonic()
         try:
-            text = self._with_time_limit(self._trafilatura, html)
+            text = self._with_time_limit(self.extract_text, html)
         except _Timeout:
-            return None, charset, "extract:timeout", f"over {self.timeout_s} s ({time.monotonic() - started:.1f} s)"
+            return None, "extract:timeout", f"over {self.timeout_s} s ({time.monotonic() - started:.1f} s)"
         except Exception as error:
-            return None, charset, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
+            return None, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
         if not text or not text.strip():
-            return None, charset, "extract:empty", f"no text in {len(payload)} bytes of HTML (decoded as {charset})"
-        return text, charset, None, None
+            return None, "extract:empty", "no text"
+        return text, None, None
+
+    def load(self) -> None:
+        """Import the extractors and build trafilatura's config (once per process), outside any time limit."""
+        if self.method.startswith("trafilatura"):
+            _trafilatura_config()
+        if "resiliparse" in self.method:
+            import resiliparse.extract.html2text  # noqa: F401
+
+    def extract_text(self, html: str) -> str | None:
+        """The main text of one decoded page by the configured method; no time limit."""
+        if self.method == "resiliparse":
+            return self._resiliparse(html)
+        if self.method == "resiliparse-clean":
+            return drop_short_lines(self._resiliparse(html, alt_texts=False))
+        text = self._trafilatura(html)
+        if self.method == "trafilatura+resiliparse" and (not text or not text.strip()):
+            return self._resiliparse(html)
+        return text
 
     def _trafilatura(self, html: str) -> str | None:
         import trafilatura
@@ -213,11 +280,20 @@ class Extract:
             html,
             config=_trafilatura_config(),
             output_format="txt",
+            fast=self.fast,
             favor_precision=self.favor == "precision",
             favor_recall=self.favor == "recall",
             include_tables=self.include_tables,
             include_comments=self.include_comments,
             with_metadata=False,
+        )
+
+    def _resiliparse(self, html: str, alt_texts: bool = True) -> str:
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.html import HTMLTree
+
+        return extract_plain_text(
+            HTMLTree.parse(html), main_content=True, comments=self.include_comments, alt_texts=alt_texts
         )
 
     def _with_time_limit(self, function, *args):

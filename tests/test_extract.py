@@ -1,4 +1,4 @@
-"""stages.extract: charset decoding and trafilatura extraction, on bytes made here and on real pages from
+"""stages.extract: charset decoding and extraction (trafilatura, resiliparse), on bytes made here and on real pages from
 ../shared/realhtml and ../shared/realdata."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from stages.extract import Extract, decode_html
+from stages.extract import Extract, decode_html, drop_short_lines
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -230,6 +230,107 @@ def test_stage_pickles_and_validates():
     assert pickle.loads(pickle.dumps(stage))(docs([html_page(GERMAN).encode()]))["reason"].to_pylist() == [None]
     with pytest.raises(ValueError):
         Extract(favor="fast")
+
+
+# --- extraction methods -----------------------------------------------------------------------------
+
+ARTICLE_PAGE = """<!doctype html><html><head><title>Lighthouses</title></head><body>
+<header><nav><ul>
+  <li><a href="/">Home</a></li><li><a href="/news">News</a></li><li><a href="/shop">Shop</a></li>
+  <li><a href="/login">Sign in</a></li><li><a href="/subscribe">Subscribe today</a></li>
+</ul></nav></header>
+<main><article>
+  <h1>The keepers of the northern lighthouses</h1>
+  <p>For two centuries the lighthouse keepers of the northern coast lived on rocks that the sea covered
+  at every spring tide. They trimmed the wicks, wound the clockwork that turned the lens and wrote the
+  weather into a logbook three times a day.</p>
+  <p>When the last stations were automated, the keepers left behind logbooks that historians now read
+  for a record of storms, shipwrecks and the slow change of the climate along the coast.</p>
+  <p>Several of the old stations are now museums, where visitors climb the spiral stairs and look out
+  across the water through the same great lenses.</p>
+</article></main>
+<footer><p>Copyright 2026 Example Media Group. All rights reserved.</p>
+<ul><li><a href="/privacy">Privacy policy</a></li><li><a href="/cookies">Cookie settings</a></li>
+<li><a href="/imprint">Imprint</a></li></ul></footer>
+</body></html>"""
+
+
+@pytest.mark.parametrize("method", ["resiliparse", "resiliparse-clean", "trafilatura", "trafilatura+resiliparse"])
+def test_methods_keep_the_article_and_drop_nav_and_footer(method):
+    out = Extract(method=method)(docs([ARTICLE_PAGE.encode()]))
+    assert out["reason"].to_pylist() == [None]
+    text = out["text"][0].as_py()
+    for sentence in ("lived on rocks that the sea covered", "record of storms, shipwrecks", "through the same great lenses"):
+        assert sentence in " ".join(text.split()), text
+    for boilerplate in ("Subscribe today", "Sign in", "All rights reserved", "Privacy policy", "Cookie settings"):
+        assert boilerplate not in text, text
+
+
+def test_resiliparse_decodes_first_and_rejects_empty_pages():
+    page = html_page(RUSSIAN * 3, '<meta charset="windows-1251">').encode("cp1251")
+    out = Extract(method="resiliparse")(docs([page, b"<html><body><script>var x = 1;</script></body></html>"]))
+    assert out["charset"].to_pylist() == ["cp1251", "utf-8"]
+    assert "столица России" in out["text"][0].as_py()
+    assert out["reason"].to_pylist() == [None, "extract:empty"]
+
+
+def test_clean_drops_short_lines_that_are_not_sentences():
+    text = "  • Home\n  • World news\n\nThe keepers of the lighthouses lived on the rocks\n\nThey left.\n\nShare this\n\n" \
+           "北京是中华人民共和国的首都\nPhoto: Jane Doe"
+    assert drop_short_lines(text) == "The keepers of the lighthouses lived on the rocks\n\nThey left.\n\n北京是中华人民共和国的首都"
+    assert drop_short_lines("Home\nNews") == "Home\nNews"  # nothing left: unchanged
+
+
+def test_clean_drops_alt_texts_and_short_links_the_plain_method_keeps():
+    page = ARTICLE_PAGE.replace(
+        "<p>When the last", '<figure><img src="a.jpg" alt="Portrait of a keeper with his lamp"></figure>'
+        '<p>Related: <a href="/b">Storm photos</a></p><p>Share on Facebook</p><p>When the last')
+    plain, clean = (Extract(method=m)(docs([page.encode()]))["text"][0].as_py() for m in ("resiliparse", "resiliparse-clean"))
+    for line in ("Portrait of a keeper", "Storm photos", "Share on Facebook"):
+        assert line in plain  # resiliparse's main-content heuristics keep these
+        assert line not in clean
+    assert "The keepers of the northern lighthouses" in clean  # a heading of 5 words or more stays
+    assert "record of storms, shipwrecks" in " ".join(clean.split())
+
+
+def test_fallback_uses_resiliparse_only_where_trafilatura_finds_nothing(monkeypatch):
+    stage = Extract(method="trafilatura+resiliparse")
+    monkeypatch.setattr(stage, "_trafilatura", lambda html: "from trafilatura")
+    monkeypatch.setattr(stage, "_resiliparse", lambda html: "from resiliparse")
+    assert stage.extract_text("<p>x</p>") == "from trafilatura"
+    monkeypatch.setattr(stage, "_trafilatura", lambda html: None)
+    assert stage.extract_text("<p>x</p>") == "from resiliparse"
+    monkeypatch.setattr(stage, "_trafilatura", lambda html: " \n")
+    assert stage.extract_text("<p>x</p>") == "from resiliparse"
+
+
+def test_fast_is_passed_to_trafilatura(monkeypatch):
+    import trafilatura
+
+    seen = []
+    monkeypatch.setattr(trafilatura, "extract", lambda html, **options: seen.append(options["fast"]) or "text")
+    Extract(fast=True).extract_text("<p>x</p>")
+    Extract().extract_text("<p>x</p>")
+    assert seen == [True, False]
+
+
+def test_unknown_method_is_refused_by_stage_and_config(tmp_path):
+    from pipeline.config import ConfigError, load_config
+
+    with pytest.raises(ValueError, match="method must be one of"):
+        Extract(method="readability")
+    warc = tmp_path / "a.warc"
+    warc.write_bytes(b"")
+    sample = Path(__file__).resolve().parents[1] / "configs" / "crawl_sample.yaml"
+    with pytest.raises(ConfigError) as error:
+        load_config(str(sample), overrides=["extract.method=readability"], inputs=[str(warc)])
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "extract.method: expected one of trafilatura, resiliparse, resiliparse-clean, trafilatura+resiliparse")
+    assert "'readability'" in message
+    config = load_config(str(sample), overrides=["extract.method=resiliparse", "extract.fast=true"], inputs=[str(warc)])
+    assert (config.extract.method, config.extract.fast) == ("resiliparse", True)
 
 
 # --- real pages with ground truth ---------------------------------------------------------------------

@@ -1,0 +1,199 @@
+"""Extraction speed and quality, end to end: our WARC reader, our charset decoding, then each extractor,
+scored against the ground truth in ../shared/realhtml (1,484 real pages from seven public benchmarks).
+
+    python scripts/bench_extract.py [--methods trafilatura,trafilatura:fast,resiliparse] [--limit N]
+
+Pages: every record of warc/*.warc.gz, read with stages.warc_read.read_warc and decoded with
+stages.extract.decode_html, as the pipeline does. A page the pipeline would reject before extraction
+(too large) counts as an empty extraction.
+
+Methods: an `extract.method` value (trafilatura, resiliparse, resiliparse-clean, trafilatura+resiliparse), with
+`:fast` for trafilatura's `fast=True`; every other setting is the stage's default (favor balanced,
+tables on, comments off, 5 s time limit).
+
+Quality, over the pages whose ground truth has `main_text` (all datasets but trafilatura_eval):
+- tokens: the lowercased text split into word tokens: runs of letters/digits (regex \\w+, so
+  punctuation, bullets and markup leftovers are not tokens), except that each CJK ideograph, kana or
+  hangul syllable is a token of its own (Chinese and Japanese do not separate words with spaces);
+- per page, over the multisets of tokens (a token counts as often as it occurs, overlap = sum over
+  tokens of min(count extracted, count expected)): precision = overlap / extracted tokens,
+  recall = overlap / expected tokens, F1 = their harmonic mean; an empty extraction scores 0 on all three;
+- the table gives the mean over pages, per dataset and overall (every page weighs the same).
+
+Snippets, trafilatura_eval (ground truth `with` / `without` snippets): a snippet is present when it is a
+substring of the extracted text, both with white space collapsed to single spaces (case kept, as in
+trafilatura's own evaluation). Accuracy = (`with` snippets present + `without` snippets absent) / all
+snippets, pooled over the pages.
+
+Speed: pages per CPU-second of extraction alone: time.process_time around Extract.extract_decoded
+(everything the stage does after decoding, time limit included), summed over all pages; reading and
+decoding are outside it. One process, one thread: one core.
+
+Exit status 2 when ../shared/realhtml is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from stages.extract import METHODS, Extract, decode_html  # noqa: E402
+from stages.warc_read import read_warc  # noqa: E402
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "realhtml"
+DEFAULT_METHODS = "trafilatura,trafilatura:fast,resiliparse,resiliparse-clean,trafilatura+resiliparse"
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+")
+_SPACE = re.compile(r"\s+")
+
+
+def tokens(text: str | None) -> Counter:
+    return Counter(_TOKEN.findall(text.lower())) if text else Counter()
+
+
+def prf(extracted: Counter, expected: Counter) -> tuple[float, float, float]:
+    """Token precision, recall and F1 of one page (multiset overlap)."""
+    overlap = sum((extracted & expected).values())
+    if not overlap:
+        return 0.0, 0.0, 0.0
+    precision = overlap / sum(extracted.values())
+    recall = overlap / sum(expected.values())
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def snippets(text: str | None, with_: list[str], without: list[str]) -> tuple[int, int]:
+    """(snippets scored right, snippets) for one page."""
+    flat = _SPACE.sub(" ", text or "")
+    right = sum(_SPACE.sub(" ", s).strip() in flat for s in with_)
+    right += sum(_SPACE.sub(" ", s).strip() not in flat for s in without)
+    return right, len(with_) + len(without)
+
+
+def load_pages(root: Path, limit: int | None) -> list[dict]:
+    """Every page with ground truth, read and decoded as the pipeline does; `limit` pages per dataset."""
+    with open(root / "ground_truth.jsonl", encoding="utf-8") as handle:
+        truth = {record["warc_record_id"]: record for record in map(json.loads, handle)}
+    pages, per_dataset = [], Counter()
+    max_bytes = Extract().max_html_bytes
+    for index, path in enumerate(sorted((root / "warc").glob("*.warc.gz"))):
+        dataset = path.name.rsplit("-", 1)[0]
+        for table in read_warc(str(path), index, dataset):
+            for row in table.select(["id", "html", "http_charset", "stage"]).to_pylist():
+                record = truth.get(row["id"])
+                if record is None or (limit is not None and per_dataset[dataset] >= limit):
+                    continue
+                per_dataset[dataset] += 1
+                html = None
+                if row["stage"] is None and row["html"] and len(row["html"]) <= max_bytes:
+                    html, _ = decode_html(row["html"], row["http_charset"])
+                pages.append(dict(
+                    id=row["id"], dataset=record["dataset"], html=html,
+                    expected=tokens(record["main_text"]) if record.get("main_text") else None,
+                    with_=record.get("with") or [], without=record.get("without") or [],
+                ))
+    return pages
+
+
+def make_stage(method: str) -> Extract:
+    name, _, option = method.partition(":")
+    if name not in METHODS or option not in ("", "fast"):
+        raise SystemExit(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}, "
+                         "optionally with :fast")
+    return Extract(method=name, fast=option == "fast")
+
+
+def run(method: str, pages: list[dict]) -> dict:
+    stage = make_stage(method)
+    stage.load()
+    warm = next(page["html"] for page in pages if page["html"])
+    stage.extract_decoded(warm)  # trafilatura's first call loads more than later ones need
+    cpu, reasons, scores, snippet_right, snippet_all = 0.0, Counter(), {}, 0, 0
+    for page in pages:
+        text = None
+        if page["html"] is not None:
+            started = time.process_time()
+            text, reason, _ = stage.extract_decoded(page["html"])
+            cpu += time.process_time() - started
+            reasons[reason] += 1
+        else:
+            reasons["not_extracted"] += 1
+        if page["expected"]:
+            scores.setdefault(page["dataset"], []).append(prf(tokens(text), page["expected"]))
+        if page["with_"] or page["without"]:
+            right, count = snippets(text, page["with_"], page["without"])
+            snippet_right += right
+            snippet_all += count
+    extracted = sum(page["html"] is not None for page in pages)
+    return dict(method=method, cpu_s=cpu, pages=extracted, pages_per_cpu_s=extracted / cpu if cpu else None,
+                scores=scores, snippet_accuracy=snippet_right / snippet_all if snippet_all else None,
+                snippets=snippet_all, reasons={str(k): v for k, v in reasons.items()})
+
+
+def mean(values):
+    return sum(values) / len(values) if values else float("nan")
+
+
+def report(results: list[dict]) -> str:
+    datasets = sorted({d for r in results for d in r["scores"]})
+    lines = ["| method | pages/CPU-s | precision | recall | F1 | snippet accuracy | empty | timeout/error |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        every = [s for d in datasets for s in r["scores"].get(d, [])]
+        accuracy = "-" if r["snippet_accuracy"] is None else f"{r['snippet_accuracy']:.3f}"
+        lines.append(f"| {r['method']} | {r['pages_per_cpu_s']:.0f} | {mean([s[0] for s in every]):.3f} | "
+                     f"{mean([s[1] for s in every]):.3f} | {mean([s[2] for s in every]):.3f} | {accuracy} | "
+                     f"{r['reasons'].get('extract:empty', 0)} | "
+                     f"{r['reasons'].get('extract:timeout', 0)}/{r['reasons'].get('extract:error', 0)} |")
+    counts = {d: len(results[0]["scores"].get(d, [])) for d in datasets}
+    lines += ["", "Mean token F1 per dataset (pages with main_text):", "",
+              "| method | " + " | ".join(f"{d} ({counts[d]})" for d in datasets) + f" | overall ({sum(counts.values())}) |",
+              "|---|" + "---:|" * (len(datasets) + 1)]
+    for r in results:
+        every = [s[2] for d in datasets for s in r["scores"].get(d, [])]
+        lines.append(f"| {r['method']} | " + " | ".join(f"{mean([s[2] for s in r['scores'].get(d, [])]):.3f}"
+                                                         for d in datasets) + f" | {mean(every):.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", default=DEFAULT_METHODS,
+                        help=f"comma-separated methods (default {DEFAULT_METHODS})")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DIR, help="the realhtml folder (default ../shared/realhtml)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args(argv)
+    if not (args.data / "ground_truth.jsonl").is_file() or not (args.data / "warc").is_dir():
+        print(f"bench_extract: no benchmark data at {args.data} (expected ground_truth.jsonl and warc/); "
+              "give --data or put ../shared/realhtml in place", file=sys.stderr)
+        return 2
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for method in methods:
+        make_stage(method)  # reject an unknown name before reading anything
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    started = time.monotonic()
+    pages = load_pages(args.data, args.limit)
+    print(f"{len(pages)} pages read and decoded in {time.monotonic() - started:.1f} s", flush=True)
+    results = []
+    for method in methods:
+        started = time.monotonic()
+        results.append(run(method, pages))
+        print(f"{method}: {time.monotonic() - started:.1f} s wall, {results[-1]['cpu_s']:.1f} CPU-s, "
+              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print()
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
