@@ -25,7 +25,7 @@ import ray
 
 from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import ReadFiles, StageClock, Timed, files_dataset, start_ray, task_options
+from pipeline.engine import ReadFiles, Timed, files_dataset, start_clock, start_ray, task_options
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -96,7 +96,7 @@ def run_into(config: Config, out: Path) -> dict:
     work = out / "_work"
     started = time.time()
     start_ray(config.ray)
-    clock = StageClock.remote()
+    clock = start_clock()
     files = input_files(config)
     timings = {}
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 import pyarrow as pa
 import ray
 from ray.data.context import ShuffleStrategy
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.config import RayConfig
 from pipeline.storage import open_input
@@ -70,6 +71,13 @@ class StageClock:
 
 def node_id() -> str:
     return ray.get_runtime_context().get_node_id()
+
+
+def start_clock():
+    """The run's StageClock, on the driver's own node: a clock on another node would take the run down with
+    that node (its sums are read at the end), while the driver's node going away ends the run anyway."""
+    here = NodeAffinitySchedulingStrategy(node_id(), soft=False)
+    return StageClock.options(scheduling_strategy=here).remote()
 
 
 class Timed:
