@@ -98,6 +98,9 @@ def main(argv=None) -> int:
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
+    except belt.NodeLostError as exc:
+        print(f"crawlbelt: error: {exc}", file=sys.stderr)
+        return 1
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
     if args.command == "dry-run":
