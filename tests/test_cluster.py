@@ -2,6 +2,8 @@
 import json
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -162,4 +164,48 @@ def test_node_watch_settles_an_error_that_looks_like_a_node_death():
     watch.check()
     watch.settle(ValueError("a bug in a stage"), wait_s=1e9)
     assert len(looks) == 2 and not watch.lost  # not a node's death: one more look, no wait
+
+
+def job_status(cluster, submission_id: str) -> str:
+    with urllib.request.urlopen(f"{cluster.dashboard}/api/jobs/{submission_id}", timeout=10) as response:
+        return json.load(response)["status"]
+
+
+def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(cluster, two_node_run, tmp_path):
+    """Runs last in this module: it kills the worker node's processes while a job runs on both nodes."""
+    _, reference = two_node_run
+    config = job_config(tmp_path / "job", tmp_path / "out", ray={"node_lost_timeout_s": 60})
+    result = submit(config, cluster.dashboard, "--submission-id", "crawlbelt-test-node-lost")  # no --wait
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    # Kill the worker node while it runs one of the job's tasks (a filter task: one per input file, spread
+    # over both nodes), so that work in flight and outputs kept only there are lost with it.
+    deadline = time.monotonic() + 300
+    worker = cluster.worker_node_id()
+    while not cluster.running_tasks(worker):
+        assert job_status(cluster, "crawlbelt-test-node-lost") in ("PENDING", "RUNNING"), "no task ran on the worker"
+        assert time.monotonic() < deadline, "the job never ran a task on the worker node"
+        time.sleep(0.2)
+    cluster.kill_worker()
+    # A safety deadline only: the job's node_lost_timeout_s (60 s without progress) bounds a stalled run.
+    while job_status(cluster, "crawlbelt-test-node-lost") in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline, "the job did not end after its worker node was lost"
+        time.sleep(1)
+    first = job_status(cluster, "crawlbelt-test-node-lost")
+    logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-node-lost", "--address", cluster.dashboard],
+                          capture_output=True, text=True, env=cluster_env()).stdout
+    # Either Ray's task retries (or the run starting over, ray.node_lost_retries) carried it through on the
+    # head node, or it failed in one line naming the node.
+    assert first == "SUCCEEDED" or (first == "FAILED" and f"crawlbelt: error: lost node {worker}" in logs), (
+        first, logs[-3000:])
+
+    rerun = submit(config, cluster.dashboard, "--wait", "--submission-id", "crawlbelt-test-rerun")
+    assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
+    out = tmp_path / "out"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert all(manifest["invariants"].values()) and not (out / "_work").exists()
+    assert manifest["counts"] == json.loads((reference / "manifest.json").read_text())["counts"]
+    parts = sorted(str(p.relative_to(reference)) for p in reference.rglob("*.parquet"))
+    assert parts and parts == sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
+    for part in parts + ["tokens/tokenizer.json"]:
+        assert (out / part).read_bytes() == (reference / part).read_bytes(), part
 
