@@ -203,8 +203,9 @@ class NodeWatch:
                 self.alive[node_id] = address
             elif node_id in self.alive and node_id not in self.lost:
                 self.lost[node_id] = (address, now, time.strftime("%H:%M:%S"))
-                log.warning("node %s (%s) was lost: Ray reruns its tasks on the nodes left%s", node_id, address,
-                            "" if self.stall_s is None else
+                why = node.get("DeathReasonMessage")
+                log.warning("node %s (%s) was lost%s: Ray reruns its tasks on the nodes left%s", node_id, address,
+                            f" ({why})" if why else "", "" if self.stall_s is None else
                             f"; the run fails if it makes no progress for {self.stall_s:g} s")
         if self.lost and self.stall_s is not None:
             since = max(self.last_progress, max(noticed for _, noticed, _ in self.lost.values()))
