@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -29,7 +30,8 @@ import ray
 
 from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import FilterFiles, StageClock, files_dataset, filtered_part_name, start_ray, task_options
+from pipeline.engine import (FilterFiles, NodeWatch, files_dataset, filtered_part_name, start_clock, start_ray,
+                             task_options)
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -97,13 +99,47 @@ def run(config: Config) -> dict:
 
 
 def run_into(config: Config, out: Path) -> dict:
-    """The whole belt, writing to the local (or shared) folder `out`."""
+    """The whole belt, writing to the local (or shared) folder `out`.
+
+    While it runs, a NodeWatch notices a node of the cluster going away. Ray reruns that node's tasks on the
+    nodes left; if the run fails anyway (some of Ray Data's helpers, such as the actors that read Parquet
+    footers, are not rerun), it starts over on the nodes left, up to `ray.node_lost_retries` times, and then
+    fails with one line naming the node (NodeLostError). A run that stops making progress after a loss is
+    ended by the NodeWatch itself (engine.NodeWatch)."""
     files = input_files(config)
-    prepare_output(out, filter_fingerprint(config, files))
-    work = out / "_work"
+    fingerprint = filter_fingerprint(config, files)
+    prepare_output(out, fingerprint)
     started = time.time()
     start_ray(config.ray)
-    clock = StageClock.remote()
+    with NodeWatch(config.ray.node_lost_timeout_s) as watch:
+        for attempt in range(config.ray.node_lost_retries + 1):
+            if attempt:  # the filter pass's finished files are kept
+                prepare_output(out, fingerprint)
+                started = time.time()
+            lost_before = set(watch.lost)
+            try:
+                return _belt(config, files, out, watch, started)
+            except OutputError:
+                raise
+            except Exception as error:
+                watch.settle(error)
+                if not watch.lost:
+                    raise
+                failure = _one_line(error)
+                if set(watch.lost) - lost_before and attempt < config.ray.node_lost_retries:
+                    log.warning("%s mid-run, and the run failed (%s): starting it over on the nodes left "
+                                "(ray.node_lost_retries: %d of %d)", watch.lost_line(), failure, attempt + 1,
+                                config.ray.node_lost_retries)
+                    watch.progress()
+                    continue
+                raise NodeLostError(f"{watch.lost_line()} mid-run, and the run failed: {failure}; rerun it "
+                                    "(the filter pass's finished files are kept)") from error
+    raise AssertionError("unreachable")
+
+
+def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWatch, started: float) -> dict:
+    work = out / "_work"
+    clock = start_clock()
     timings = {}
 
     if files:
@@ -111,6 +147,7 @@ def run_into(config: Config, out: Path) -> dict:
         t = time.perf_counter()
         filter_pass(config, files, work / "filtered", clock)
         timings["filter_pass"] = time.perf_counter() - t
+        watch.progress()
         filtered = ray.data.read_parquet(str(work / "filtered"))
         log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
                  timings["filter_pass"])
@@ -121,12 +158,14 @@ def run_into(config: Config, out: Path) -> dict:
             _alive_only, batch_format="pyarrow")
         verdicts, dedup_seconds = dedup.run(alive, config.dedup, work)
         timings["dedup_pass"] = time.perf_counter() - t
+        watch.progress()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
         part_counts = finalize.write_parts(filtered, verdicts, out, partitions=min(len(files), config.dedup.shards))
         timings["finalize"] = time.perf_counter() - t
+        watch.progress()
     else:
         part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
 
@@ -145,6 +184,7 @@ def run_into(config: Config, out: Path) -> dict:
     t = time.perf_counter()
     result = tokens.run(config, out, tokens.curated_files(config, out, files))
     timings["tokens_pass"] = time.perf_counter() - t
+    watch.progress()
     manifest = finalize.add_tokens(out, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -189,6 +229,17 @@ def filter_fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _one_line(error: BaseException) -> str:
+    """An error in one line: the innermost `SomeError: message` line of its text (Ray nests the original
+    error's text inside its own), and the actor it concerns, if any."""
+    text = str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+    line = errors[-1] if errors else f"{type(error).__name__}: {lines[0] if lines else ''}"
+    actor = re.search(r"class_name: (\w+)", text)
+    return f"{line} (actor {actor.group(1)})" if actor else line
+
+
 def _rows_in(folder: Path) -> int:
     return 0 if not folder.is_dir() else sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
 
@@ -199,6 +250,10 @@ def _alive_only(batch: pa.Table) -> pa.Table:
 
 class OutputError(RuntimeError):
     """The output folder cannot be written (read-only, not a folder, no space): one line for the user."""
+
+
+class NodeLostError(RuntimeError):
+    """The run failed after a node of the cluster was lost: one line naming the node and the error."""
 
 
 def prepare_output(out: Path, fingerprint: str | None = None) -> None:

@@ -101,6 +101,9 @@ def main(argv=None) -> int:
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
+    except belt.NodeLostError as exc:
+        print(f"crawlbelt: error: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:
         failed = storage_error(exc)
         if failed is None:

@@ -44,6 +44,10 @@ class RayConfig:
     num_cpus: int | None = None  # embedded Ray only; None: all cores
     object_store_mb: int = 512  # embedded Ray only; Ray's default wants 30% of RAM in /dev/shm
     progress_bars: bool | None = None  # Ray Data's progress bars; None: on when stderr is a terminal
+    # After a node of the cluster is lost mid-run, the run fails (one line naming the node) if it then goes
+    # this many seconds without progress (no Ray Data task finished, no step ended); null: wait for ever
+    node_lost_timeout_s: float | None = 600.0
+    node_lost_retries: int = 1  # a run that fails after a node was lost starts over this many times on the nodes left
 
 
 @dataclass
@@ -63,6 +67,7 @@ class PassResources:
     num_cpus: float = 1.0  # CPUs per task
     memory_mb: int | None = None  # memory reserved per task (a scheduling promise, not a limit); null: none
     concurrency: int | None = None  # most tasks at once; null: as many as the resources allow
+    max_retries: int = 3  # reruns of a task whose worker or node died (or whose output was lost); -1: no limit
 
 
 @dataclass
@@ -456,6 +461,13 @@ def _check(config: Config, base: Path) -> None:
         settings = getattr(config.resources, name)
         if not settings.num_cpus > 0 or (settings.memory_mb or 1) < 1 or (settings.concurrency or 1) < 1:
             raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
+        if settings.max_retries < -1:
+            raise ConfigError(f"resources.{name}.max_retries: expected -1 (no limit), 0 or more, got {settings.max_retries}")
+    if config.ray.node_lost_timeout_s is not None and not config.ray.node_lost_timeout_s > 0:
+        raise ConfigError(f"ray.node_lost_timeout_s: expected a number of seconds above 0, or null, "
+                          f"got {config.ray.node_lost_timeout_s}")
+    if config.ray.node_lost_retries < 0:
+        raise ConfigError(f"ray.node_lost_retries: expected 0 or more, got {config.ray.node_lost_retries}")
     _check_tokens(config, base)
 
 

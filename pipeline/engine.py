@@ -4,18 +4,28 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import ray
 from ray.data.context import ShuffleStrategy
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+try:  # Ray Data's hook into each execution's scheduling loop (DataProgress)
+    from ray.data._internal.execution.execution_callback import ExecutionCallback as _ExecutionCallback
+except ImportError:
+    _ExecutionCallback = object
 
 from pipeline.config import RayConfig
 from pipeline.storage import open_input
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
+
+log = logging.getLogger("crawlbelt")
 
 
 def start_ray(settings: RayConfig) -> None:
@@ -47,6 +57,9 @@ def start_ray(settings: RayConfig) -> None:
     # Sort-based shuffles with a stated number of partitions start in a fraction of a second on a small
     # machine, where the default hash shuffle spends seconds starting its aggregator actors.
     context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    # Every Ray Data execution tells NodeWatch when it makes progress.
+    if _ExecutionCallback is not object and DataProgress not in context.custom_execution_callback_classes:
+        context.custom_execution_callback_classes.append(DataProgress)
 
 
 @ray.remote(num_cpus=0)
@@ -72,6 +85,13 @@ class StageClock:
 
 def node_id() -> str:
     return ray.get_runtime_context().get_node_id()
+
+
+def start_clock():
+    """The run's StageClock, on the driver's own node: a clock on another node would take the run down with
+    that node (its sums are read at the end), while the driver's node going away ends the run anyway."""
+    here = NodeAffinitySchedulingStrategy(node_id(), soft=False)
+    return StageClock.options(scheduling_strategy=here).remote()
 
 
 class Timed:
@@ -147,12 +167,22 @@ def task_options(settings) -> dict:
     """map_batches options from a pass's `resources` settings (pipeline.config.PassResources)."""
     # SPREAD: a pass's tasks go to every node with room, not first to the driver's node (Ray's default
     # packs onto the local node while it has room, which left a worker node idle in the two-node test).
-    options = {"num_cpus": settings.num_cpus, "scheduling_strategy": "SPREAD"}
+    # max_retries: Ray reruns a task whose worker or node died, or whose lost output is needed again;
+    # Ray Data's own default is to retry for ever.
+    options = {"num_cpus": settings.num_cpus, "scheduling_strategy": "SPREAD", "max_retries": settings.max_retries}
     if settings.memory_mb:
         options["memory"] = settings.memory_mb * 1024 * 1024
     if settings.concurrency:
         options["concurrency"] = settings.concurrency
     return options
+
+
+def write_options(settings) -> dict:
+    """write_parquet options for the write after a pass's map_batches: the same task options, so that Ray
+    Data fuses the write into the pass's tasks (it fuses only operators whose remote args match)."""
+    options = task_options(settings)
+    concurrency = options.pop("concurrency", None)
+    return {"ray_remote_args": options, "concurrency": concurrency}
 
 
 def files_dataset(files: list[tuple[int, str, str]]) -> ray.data.Dataset:
@@ -165,3 +195,150 @@ def collect(ds: ray.data.Dataset, schema: pa.Schema) -> pa.Table:
     """A small dataset's rows on the driver as one Arrow table (empty with `schema` when there are none)."""
     tables = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
     return pa.concat_tables(tables).select(schema.names).cast(schema) if tables else schema.empty_table()
+
+
+class NodeWatch:
+    """Watches the cluster's nodes while a run goes on. When a node that was alive goes away, it logs one
+    line naming it; Ray then reruns the tasks that node was running, and the ones whose outputs were kept
+    only there, on the nodes left. If after a loss the run goes `stall_s` seconds without progress (no Ray
+    Data task finished or output taken, no step of the belt ended), it calls `on_stall` with one line
+    naming the lost nodes: by default that line goes to stderr and the process exits with status 1, so
+    that a run which cannot go on fails in bounded time instead of waiting for resources for ever.
+
+    `nodes` and `clock` are there for tests: `check()` is what the thread runs every `poll_s` seconds."""
+
+    def __init__(self, stall_s: float | None, poll_s: float = 2.0, nodes: Callable[[], list[dict]] | None = None,
+                 clock: Callable[[], float] = time.monotonic, on_stall: Callable[[str], None] | None = None):
+        self.stall_s, self.poll_s = stall_s, poll_s
+        self.nodes = nodes or ray.nodes
+        self.clock = clock
+        self.on_stall = on_stall or exit_run
+        self.alive: dict[str, str] = {}  # node id -> address, every node seen alive
+        self.lost: dict[str, tuple[str, float, str]] = {}  # node id -> (address, when noticed, wall time)
+        self.last_progress = clock()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def progress(self) -> None:
+        self.last_progress = self.clock()
+
+    def check(self) -> None:
+        with self._lock:  # the watch thread and the main thread (settle) both check
+            self._check()
+
+    def _check(self) -> None:
+        now = self.clock()
+        for node in self.nodes():
+            node_id, address = node["NodeID"], node.get("NodeManagerAddress", "?")
+            if node.get("Alive"):
+                self.alive[node_id] = address
+            elif node_id in self.alive and node_id not in self.lost:
+                self.lost[node_id] = (address, now, time.strftime("%H:%M:%S"))
+                why = node.get("DeathReasonMessage")
+                log.warning("node %s (%s) was lost%s: Ray reruns its tasks on the nodes left%s", node_id, address,
+                            f" ({why})" if why else "", "" if self.stall_s is None else
+                            f"; the run fails if it makes no progress for {self.stall_s:g} s")
+        if self.lost and self.stall_s is not None:
+            since = max(self.last_progress, max(noticed for _, noticed, _ in self.lost.values()))
+            if now - since >= self.stall_s:
+                self.on_stall(self.stall_message(now - since))
+
+    def settle(self, error: BaseException, wait_s: float = 30.0) -> None:
+        """After `error` ended a run: look at the nodes again, and if the error looks like a node's death
+        that Ray has not yet marked (it takes some missed health checks), wait up to `wait_s` for it."""
+        self.check()
+        if self.lost or len(self.alive) < 2 or not _looks_like_node_death(error):
+            return
+        deadline = self.clock() + wait_s
+        while not self.lost and self.clock() < deadline:
+            time.sleep(min(self.poll_s, 1.0))
+            self.check()
+
+    def stall_message(self, seconds: float) -> str:
+        nodes = ", ".join(f"{node_id} ({address}, lost at {wall})"
+                          for node_id, (address, _, wall) in self.lost.items())
+        return (f"lost node {nodes}: the run made no progress for {seconds:.0f} s after it "
+                f"(ray.node_lost_timeout_s); rerun it (the filter pass's finished files are kept)")
+
+    def lost_line(self) -> str | None:
+        """One line naming the nodes lost so far, or None."""
+        if not self.lost:
+            return None
+        return "lost node " + ", ".join(f"{node_id} ({address})" for node_id, (address, _, _) in self.lost.items())
+
+    def __enter__(self) -> "NodeWatch":
+        self.check()
+        _WATCHES.add(self)
+        self._thread = threading.Thread(target=self._run, name="crawlbelt-node-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _WATCHES.discard(self)
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                self.check()
+            except Exception as error:  # noqa: BLE001 (a GCS hiccup must not end the watch)
+                log.debug("node watch: %s", error)
+
+
+_NODE_DEATH_ERRORS = tuple(getattr(ray.exceptions, name) for name in (
+    "ActorDiedError", "ActorUnavailableError", "NodeDiedError", "ObjectLostError", "OwnerDiedError",
+    "WorkerCrashedError", "ObjectReconstructionFailedError") if hasattr(ray.exceptions, name))
+
+
+def _looks_like_node_death(error: BaseException | None) -> bool:
+    """Whether an error, or one it was raised from, is one that Ray raises when a node goes away (Ray Data
+    sometimes passes such errors on only as text)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = str(error)
+        if isinstance(error, _NODE_DEATH_ERRORS) or "node has died" in text or "node it was running on is dead" in text:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def exit_run(message: str) -> None:
+    """End the whole process from the watch thread: the main thread is blocked inside Ray."""
+    print(f"crawlbelt: error: {message}", file=sys.stderr, flush=True)
+    os._exit(1)
+
+
+_WATCHES: set[NodeWatch] = set()
+
+
+class DataProgress(_ExecutionCallback):
+    """A Ray Data execution callback (DataContext.custom_execution_callback_classes) that tells the running
+    NodeWatches whenever an operator finished a task or had an output taken since its last scheduling step.
+    It reads the executor's operator metrics, which are Ray Data internals: without them it tells nothing
+    within an execution, and the NodeWatch counts only the start and end of each."""
+
+    def __init__(self):
+        self.seen = None
+
+    @staticmethod
+    def _tell():
+        for watch in list(_WATCHES):
+            watch.progress()
+
+    def before_execution_starts(self, executor):
+        self._tell()
+
+    def on_execution_step(self, executor):
+        try:
+            now = tuple((op.metrics.num_tasks_finished, op.metrics.num_outputs_taken) for op in executor._topology)
+        except (AttributeError, TypeError):
+            return
+        if now != self.seen:
+            self.seen = now
+            self._tell()
+
+    def after_execution_succeeds(self, executor):
+        self._tell()

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import ray
 
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import collect, task_options
+from pipeline.engine import collect, task_options, write_options
 from pipeline.finalize import write_atomic
 from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
@@ -321,7 +321,7 @@ def _encode(curated, tokenizer_json, batch_size, work, documents, resources):
     (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
      .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=None, batch_format="pyarrow",
                   **task_options(resources))
-     .write_parquet(str(work / "encoded")))
+     .write_parquet(str(work / "encoded"), **write_options(resources)))
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
     seen = 0
     for i, path in enumerate(encoded_files):

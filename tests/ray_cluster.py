@@ -92,6 +92,22 @@ class LocalCluster:
                 raise TimeoutError(f"{what} did not come up in {timeout} s:\n" + self.log.read_text()[-3000:])
             time.sleep(0.5)
 
+    def worker_node_id(self) -> str:
+        (worker,) = [n["raylet"]["nodeId"] for n in self.alive_nodes() if not n["raylet"].get("isHeadNode")]
+        return worker
+
+    def running_tasks(self, node_id: str) -> list[str]:
+        """Names of the tasks (not actors' methods) running on the node, as Ray's state API lists them."""
+        from ray.util.state import list_tasks
+
+        tasks = list_tasks(address=self.dashboard, filters=[("state", "=", "RUNNING"), ("node_id", "=", node_id)],
+                           raise_on_missing_output=False)
+        return [t.name for t in tasks if t.type == "NORMAL_TASK"]
+
+    def kill_worker(self) -> None:
+        """Kill the worker node's processes at once (no graceful shutdown): a machine lost mid-job."""
+        _kill_group(self.worker, signal.SIGKILL)
+
     def stop(self) -> None:
         for process in (self.worker, self.head):
             _kill_group(process, signal.SIGTERM)
