@@ -391,7 +391,13 @@ def main(argv=None) -> None:
     core = pin(args.cpu)
     for name in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(name, "1")
-    ours = run_ours(files, args.config, args.overrides, args.repeat, not args.no_hashing, args.dump, args.profile)
+    from pipeline.config import ConfigError
+
+    try:
+        ours = run_ours(files, args.config, args.overrides, args.repeat, not args.no_hashing, args.dump, args.profile)
+    except ConfigError as error:  # e.g. --set extract.method=resiliparse before that option exists
+        print(f"bench_filter: config: {error}", file=sys.stderr)
+        sys.exit(2)
     print(report(ours, core), flush=True)
     theirs = None
     if not args.no_datatrove:
