@@ -288,18 +288,16 @@ DATATROVE_RUNNER = textwrap.dedent(
         data = step.run(data, 0, 1)
     kept = sum(1 for _ in data)
     total = cpu() - started + children() - started_children
-    stats = {}
-    for step in [*readers[:1], *steps]:
-        try:
-            stats[step.name] = step.stats.to_dict()
-        except Exception as error:
-            stats[step.name] = repr(error)
+    # each step's own timer (wall time around its work on each document; the readers' summed)
+    seconds = {readers[0].name: sum(reader.stats.time_stats.total for reader in readers)}
+    seconds.update({step.name: step.stats.time_stats.total for step in steps})
+    stats = {step.name: step.stats.to_dict() for step in steps}
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over execve, so it would report the parent's peak.
     # (The extraction helper's own memory is not in it.)
     hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
     print(json.dumps({"documents": read, "kept": kept, "cpu_s": total, "wall_s": time.perf_counter() - wall,
                       "peak_rss_mib": hwm / 1024,
-                      "stats": stats}))
+                      "step_seconds": seconds, "stats": stats}))
     """
 )
 
@@ -365,7 +363,7 @@ def report_datatrove(ours: dict, theirs: dict) -> str:
                  f"(its reader's count), {theirs['kept']} kept, {theirs['cpu_s']:.2f} CPU-s "
                  f"({theirs['wall_s']:.2f} s wall; whole subprocess with start-up {theirs['process_cpu_s']:.2f} CPU-s), "
                  f"{theirs['docs_per_cpu_s']:.1f} documents per CPU-second, peak RSS {theirs['peak_rss_mib']:.0f} MiB")
-    shares = _datatrove_shares(theirs["stats"])
+    shares = _datatrove_shares(theirs["step_seconds"])
     if shares:
         lines.append("  its own step timers (wall): " + ", ".join(f"{k} {v:.0f}%" for k, v in shares.items()))
     lines.append(f"ratio, ours / datatrove's documents per CPU-second: "
@@ -373,16 +371,9 @@ def report_datatrove(ours: dict, theirs: dict) -> str:
     return "\n".join(lines)
 
 
-def _datatrove_shares(stats: dict) -> dict[str, float]:
-    times = {}
-    for name, value in stats.items():
-        if isinstance(value, dict):
-            t = value.get("time_stats", {})
-            total = t.get("total") if isinstance(t, dict) else None
-            if total is not None:
-                times[name] = total
-    whole = sum(times.values())
-    return {k: 100 * v / whole for k, v in times.items()} if whole else {}
+def _datatrove_shares(seconds: dict) -> dict[str, float]:
+    whole = sum(seconds.values())
+    return {name: 100 * s / whole for name, s in seconds.items()} if whole else {}
 
 
 def main(argv=None) -> None:
