@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import repeat
 from pathlib import Path
 
 import pyarrow as pa
@@ -50,8 +51,8 @@ class NaiveBayes:
         return self.votes.get(word.lower(), 0.0)
 
     def score(self, text: str) -> float:
-        votes = self.votes
-        return sum(votes.get(w, 0.0) for w in (text or "").lower().split())
+        # map(dict.get, words, zeros) runs the lookups in C; the sum adds the same votes in the same order.
+        return sum(map(self.votes.get, (text or "").lower().split(), repeat(0.0)))
 
 
 def _read_examples(files) -> list[str]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 import string
-from collections import Counter
+from itertools import filterfalse
 
+import numpy as np
 import pyarrow as pa
 
 from .ledger import run_on_alive
@@ -56,12 +57,20 @@ def gopher_quality_rules(
             broken.append("mostly_bullets")
         if sum(line.rstrip().endswith(_ELLIPSES) for line in lines) / len(lines) > max_ellipsis_lines_ratio:
             broken.append("mostly_ellipsis")
-    if n_words and sum(any(c.isalpha() for c in w) for w in words) / n_words < min_alpha_words_ratio:
-        broken.append("too_few_alphabetic_words")
-    # Surrounding punctuation is stripped so that "the," or "(with" still count as stop words.
-    present = {w.lower().strip(_PUNCTUATION) for w in words} & GOPHER_STOP_WORDS
+    if n_words:
+        # A word has a letter if it is all letters (checked in C, most words), else if any character is one.
+        letterless = sum(1 for w in filterfalse(str.isalpha, words) if not any(map(str.isalpha, w)))
+        if (n_words - letterless) / n_words < min_alpha_words_ratio:
+            broken.append("too_few_alphabetic_words")
+    # Surrounding punctuation is stripped so that "the," or "(with" still count as stop words. The bare
+    # words usually hold enough stop words already; only when they do not are the stripped forms needed.
+    # (Lowering the whole text lowers each word the same way: no lowercase mapping makes or removes
+    # whitespace, and the one context-dependent mapping, final sigma, cannot produce a stop word.)
+    present = set(text.lower().split()) & GOPHER_STOP_WORDS
     if len(present) < min_stop_words:
-        broken.append("missing_stop_words")
+        present = {w.lower().strip(_PUNCTUATION) for w in words} & GOPHER_STOP_WORDS
+        if len(present) < min_stop_words:
+            broken.append("missing_stop_words")
     return broken
 
 
@@ -81,43 +90,13 @@ def _duplicates(items: list[str]) -> tuple[float, float]:
     return dup_count / len(items), (dup_chars / total_chars if total_chars else 0.0)
 
 
-def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+def gopher_repetition_rules(text: str, **thresholds) -> list[str]:
+    """Names of the Gopher repetition rules `text` breaks (see `gopher_repetition_batch`)."""
+    return gopher_repetition_batch([text], **thresholds)[0]
 
 
-def _top_ngram_char_fraction(words: list[str], n: int, total_chars: int) -> float:
-    """Characters covered by the most frequent n-gram (all its occurrences) / all word characters.
-
-    An n-gram that occurs once is not repetition, so it counts as 0 (datatrove counts it, which flags
-    short texts like a two-word title for no reason).
-    """
-    counts = Counter(_ngrams(words, n))
-    if not counts:
-        return 0.0
-    gram, count = counts.most_common(1)[0]
-    if count < 2:
-        return 0.0
-    return count * sum(map(len, gram)) / total_chars
-
-
-def _dup_ngram_char_fraction(words: list[str], n: int, total_chars: int) -> float:
-    """Characters in words covered by a repeat of an earlier n-gram / all word characters.
-
-    Words are marked, not n-grams summed, so overlapping duplicated n-grams count each character once;
-    the first occurrence of an n-gram is not a duplicate (as in datatrove).
-    """
-    seen: set[tuple[str, ...]] = set()
-    covered = [False] * len(words)
-    for i, gram in enumerate(_ngrams(words, n)):
-        if gram in seen:
-            covered[i : i + n] = [True] * n
-        else:
-            seen.add(gram)
-    return sum(len(w) for w, c in zip(words, covered) if c) / total_chars
-
-
-def gopher_repetition_rules(
-    text: str,
+def gopher_repetition_batch(
+    texts: list[str | None],
     *,
     dup_para_frac=0.30,
     dup_para_char_frac=0.20,
@@ -125,41 +104,130 @@ def gopher_repetition_rules(
     dup_line_char_frac=0.20,
     top_ngram_char_fracs=((2, 0.20), (3, 0.18), (4, 0.16)),
     dup_ngram_char_fracs=((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)),
-) -> list[str]:
-    """Names of the Gopher repetition rules `text` breaks.
+) -> list[list[str]]:
+    """Names of the Gopher repetition rules each text breaks.
 
     Paragraphs are split on blank lines, lines on newlines (blank ones dropped); character fractions
     are over the characters of the paragraphs, lines or words themselves, so whitespace does not count.
     Words are whitespace-separated tokens.
+
+    top_n_gram: the characters covered by the most frequent n-gram (all its occurrences; among equally
+    frequent ones, the one that occurs first) over all word characters. An n-gram that occurs once is not
+    repetition, so it counts as 0 (datatrove counts it, which flags short texts like a two-word title).
+    dup_n_gram: the characters of the words covered by a repeat of an earlier n-gram over all word
+    characters. Words are marked, not n-grams summed, so overlapping duplicated n-grams count each
+    character once; the first occurrence of an n-gram is not a duplicate (as in datatrove).
+
+    The n-gram rules run over the whole batch at once: n-grams are numbered by sorting, never built as
+    Python tuples.
     """
-    text = (text or "").strip()
-    if not text:
-        return []
-    broken = []
+    texts = [(text or "").strip() for text in texts]
+    broken: list[list[str]] = [[] for _ in texts]
+    for out, text in zip(broken, texts):
+        if not text:
+            continue
+        paragraphs = [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+        count_frac, char_frac = _duplicates(paragraphs)
+        if count_frac > dup_para_frac:
+            out.append("dup_para_frac")
+        if char_frac > dup_para_char_frac:
+            out.append("dup_para_char_frac")
+        lines = [line for line in text.split("\n") if line.strip()]  # runs of newlines leave only blanks
+        count_frac, char_frac = _duplicates(lines)
+        if count_frac > dup_line_frac:
+            out.append("dup_line_frac")
+        if char_frac > dup_line_char_frac:
+            out.append("dup_line_char_frac")
 
-    paragraphs = [p for p in re.split(r"\n\s*\n+", text) if p.strip()]
-    count_frac, char_frac = _duplicates(paragraphs)
-    if count_frac > dup_para_frac:
-        broken.append("dup_para_frac")
-    if char_frac > dup_para_char_frac:
-        broken.append("dup_para_char_frac")
-
-    lines = [line for line in re.split(r"\n+", text) if line.strip()]
-    count_frac, char_frac = _duplicates(lines)
-    if count_frac > dup_line_frac:
-        broken.append("dup_line_frac")
-    if char_frac > dup_line_char_frac:
-        broken.append("dup_line_char_frac")
-
-    words = text.split()
-    total_chars = sum(map(len, words))
-    for n, limit in top_ngram_char_fracs:
-        if _top_ngram_char_fraction(words, n, total_chars) > limit:
-            broken.append(f"top_{n}_gram")
-    for n, limit in dup_ngram_char_fracs:
-        if _dup_ngram_char_fraction(words, n, total_chars) > limit:
-            broken.append(f"dup_{n}_gram")
+    present = [i for i, text in enumerate(texts) if text]
+    if present and (top_ngram_char_fracs or dup_ngram_char_fracs):
+        top, dup = _ngram_fractions([texts[i] for i in present], {n for n, _ in top_ngram_char_fracs},
+                                    {n for n, _ in dup_ngram_char_fracs})
+        for row, i in enumerate(present):
+            for n, limit in top_ngram_char_fracs:
+                if top[n][row] > limit:
+                    broken[i].append(f"top_{n}_gram")
+            for n, limit in dup_ngram_char_fracs:
+                if dup[n][row] > limit:
+                    broken[i].append(f"dup_{n}_gram")
     return broken
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n+")
+
+
+def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int]):
+    """({n: top n-gram character fraction per text}, {n: duplicated n-gram character fraction per text})
+    for texts that each hold at least one word.
+
+    Every word gets an id unique to its text and its spelling, so n-grams of different texts never match.
+    The n-grams are numbered level by level: the n-gram at word i is the pair (number of the (n-1)-gram
+    at i, id of word i+n-1), numbered by np.unique. Only positions whose (n-1)-gram occurs at least twice
+    are carried to level n: an n-gram that occurs twice has a prefix that does too, so every repeated
+    n-gram (all its occurrences) is still there, and an n-gram left out occurs once, which neither rule
+    counts. Few positions survive past the first levels, so the sorts stay small. Fractions are divisions
+    of exact integers, as in a per-text count.
+    """
+    ids, lengths, sizes = [], [], []
+    n_words = 0
+    for text in texts:
+        words = text.split()
+        # Each spelling's id: the position of its last occurrence in the batch (any id unique to the text and
+        # the spelling would do; this one is built in C).
+        last = dict(zip(words, range(n_words, n_words + len(words))))
+        ids.append(np.fromiter(map(last.__getitem__, words), np.int64, len(words)))
+        lengths.append(np.fromiter(map(len, words), np.int64, len(words)))
+        sizes.append(len(words))
+        n_words += len(words)
+    ids, lengths = np.concatenate(ids), np.concatenate(lengths)
+    doc = np.repeat(np.arange(len(texts)), sizes)
+    base = n_words  # every id is below it
+    starts = np.cumsum([0] + sizes[:-1])
+    total_chars = np.add.reduceat(lengths, starts).tolist()
+    cumulative = np.r_[0, np.cumsum(lengths)]
+    top = {n: [0.0] * len(texts) for n in top_sizes}
+    dup = {n: [0.0] * len(texts) for n in dup_sizes}
+
+    positions = np.arange(n_words)  # where the current level's n-grams start (those that may repeat)
+    numbers = ids  # their numbers: equal numbers, equal n-grams
+    counts = np.bincount(ids, minlength=n_words)[ids]  # how often each one occurs
+    first = None
+    for n in range(1, max(top_sizes | dup_sizes, default=0) + 1):
+        if n > 1:
+            keep = counts >= 2
+            positions, numbers = positions[keep], numbers[keep]
+            keep = positions + n - 1 < n_words
+            positions, numbers = positions[keep], numbers[keep]
+            keep = doc[positions] == doc[positions + n - 1]
+            positions, numbers = positions[keep], numbers[keep]
+            if not len(positions):
+                break
+            keys = numbers * base + ids[positions + n - 1]
+            _, first, numbers, group_counts = np.unique(keys, return_index=True, return_inverse=True,
+                                                        return_counts=True)
+            counts = group_counts[numbers]
+        elif n in top or n in dup:
+            _, first, _, group_counts = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
+        if n in top:
+            # per text: the highest count, and among those the n-gram that occurs first
+            repeated_g = np.flatnonzero(group_counts >= 2)  # an n-gram that occurs once counts as 0
+            starts_g, counts_g = positions[first[repeated_g]], group_counts[repeated_g]
+            docs_g = doc[starts_g]
+            order = np.lexsort((starts_g, -counts_g, docs_g))
+            best = order[np.r_[True, docs_g[order][1:] != docs_g[order][:-1]]] if len(order) else order
+            values = top[n]
+            for d, count, start in zip(docs_g[best].tolist(), counts_g[best].tolist(), starts_g[best].tolist()):
+                values[d] = count * (int(cumulative[start + n]) - int(cumulative[start])) / total_chars[d]
+        if n in dup:
+            repeat = np.ones(len(positions), bool)
+            repeat[first] = False  # the first occurrence of an n-gram is not a duplicate
+            repeated = positions[repeat]
+            if len(repeated):
+                marks = np.cumsum(np.bincount(repeated, minlength=n_words + 1)
+                                  - np.bincount(repeated + n, minlength=n_words + 1))[:n_words]
+                covered = np.add.reduceat(np.where(marks > 0, lengths, 0), starts).tolist()
+                dup[n] = [c / t for c, t in zip(covered, total_chars)]
+    return top, dup
 
 
 # --- stages -----------------------------------------------------------------------------------
@@ -168,7 +236,8 @@ class _RuleStage:
     """Rejects alive rows whose text breaks any rule, with code `<name>:<rule>,<rule>`."""
 
     name: str
-    rules: staticmethod  # the rule function, set by each subclass
+    rules: staticmethod  # the rule function for one text, set by each subclass
+    batch_rules: staticmethod | None = None  # the same for a list of texts, where a subclass has one
 
     def __init__(self, **kwargs):
         self.kwargs = kwargs
@@ -178,11 +247,12 @@ class _RuleStage:
         return run_on_alive(batch, self.name, self._compute, {})
 
     def _compute(self, alive: pa.Table):
-        reasons = []
-        for text in alive["text"].to_pylist():
-            broken = self.rules(text or "", **self.kwargs)
-            reasons.append(f"{self.name}:{','.join(broken)}" if broken else None)
-        return {}, reasons, None
+        texts = alive["text"].to_pylist()
+        if self.batch_rules is not None:
+            verdicts = self.batch_rules(texts, **self.kwargs)
+        else:
+            verdicts = [self.rules(text or "", **self.kwargs) for text in texts]
+        return {}, [f"{self.name}:{','.join(broken)}" if broken else None for broken in verdicts], None
 
 
 class GopherQuality(_RuleStage):
@@ -193,3 +263,4 @@ class GopherQuality(_RuleStage):
 class GopherRepetition(_RuleStage):
     name = "repetition"
     rules = staticmethod(gopher_repetition_rules)
+    batch_rules = staticmethod(gopher_repetition_batch)
