@@ -30,8 +30,8 @@ import ray
 
 from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import (FilterFiles, NodeWatch, files_dataset, filtered_part_name, start_clock, start_ray,
-                             task_options)
+from pipeline.engine import (FilterFiles, NodeWatch, files_dataset, filtered_part_name, parquet_dataset, start_clock,
+                             start_ray, task_options)
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -148,7 +148,7 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
         filter_pass(config, files, work / "filtered", clock)
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
-        filtered = ray.data.read_parquet(str(work / "filtered"))
+        filtered = parquet_dataset(work / "filtered")
         log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
                  timings["filter_pass"])
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import ray
 
 from pipeline.config import DedupConfig
-from pipeline.engine import collect
+from pipeline.engine import collect, parquet_dataset
 from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_duplicates, optimal_bands, pair_agreements,
                           pair_jaccards, recall_bands, resolve_roots, sha1_keys, shard_of_hex, union_edges)
 
@@ -27,24 +29,43 @@ EDGE_SCHEMA = pa.schema([("order", pa.int64()), ("linked_to", pa.int64())])
 
 def run(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> tuple[pa.Table, dict[str, float]]:
     """Verdicts (order, stage, reason, dup_of) for every duplicate among `alive` (order, id, text),
-    and the seconds each dedup stage took. `work` is a scratch folder for the signatures."""
+    and the seconds each dedup stage took. `work` is a scratch folder the driver can read.
+
+    One pass over the text writes each document's SHA-1 key and MinHash signature to `work/hashes`;
+    both dedup stages work from there (its time is counted in the first stage that runs)."""
     verdicts = [VERDICT_SCHEMA.empty_table()]
     seconds = {}
+    if not (config.exact or config.near):
+        return verdicts[0], seconds
+    start = time.perf_counter()
+    hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
+    hashes = work / "hashes"
+    alive.map_batches(_hash_batch, batch_format="pyarrow",
+                      fn_kwargs={"exact": config.exact, "hasher": hasher if config.near else None}
+                      ).write_parquet(str(hashes))
+    if not any(hashes.glob("*.parquet")):  # nothing survived the filters
+        return verdicts[0], seconds
     exact = EXACT_SCHEMA.empty_table()
     if config.exact:
-        start = time.perf_counter()
-        exact = exact_dedup(alive, config.shards)
+        exact = exact_dedup(parquet_dataset(hashes, ["order", "id", "key"]), config.shards)
         verdicts.append(_verdicts(exact, "exact_dedup", "exact_duplicate"))
         seconds["exact_dedup"] = time.perf_counter() - start
-    if config.near:
         start = time.perf_counter()
-        if exact.num_rows:
-            removed = exact["order"]
-            alive = alive.map_batches(lambda b: b.filter(pc.invert(pc.is_in(b["order"], removed))),
-                                      batch_format="pyarrow")
-        verdicts.append(_verdicts(near_dedup(alive, config, work), "near_dedup", "near_duplicate"))
+    if config.near:
+        near = near_dedup(alive, hasher, hashes, exact["order"].to_numpy(), config, work)
+        verdicts.append(_verdicts(near, "near_dedup", "near_duplicate"))
         seconds["near_dedup"] = time.perf_counter() - start
     return pa.concat_tables(verdicts).sort_by("order"), seconds
+
+
+def _hash_batch(batch: pa.Table, exact: bool, hasher: MinHasher | None) -> pa.Table:
+    columns = {"order": batch["order"], "id": batch["id"]}
+    if exact:
+        columns["key"] = pa.array(sha1_keys(batch["text"]), pa.string())
+    if hasher is not None:
+        signatures = hasher.signatures(batch["text"])
+        columns["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(signatures.ravel()), hasher.num_perm)
+    return pa.table(columns)
 
 
 def _verdicts(dups: pa.Table, stage: str, reason: str) -> pa.Table:
@@ -53,15 +74,14 @@ def _verdicts(dups: pa.Table, stage: str, reason: str) -> pa.Table:
                      "reason": pa.array([reason] * n, pa.string()), "dup_of": dups["dup_of"]})
 
 
-def exact_dedup(alive: ray.data.Dataset, shards: int) -> pa.Table:
-    """(order, dup_of) of every document whose normalized text's SHA-1 an earlier document already has."""
+def exact_dedup(keyed: ray.data.Dataset, shards: int) -> pa.Table:
+    """(order, dup_of) of every document (rows: order, id, key) whose normalized text's SHA-1 key an earlier
+    document already has. Rows are partitioned by key, so each key's group is in one shard."""
 
-    def keyed(batch: pa.Table) -> pa.Table:
-        keys = pa.array(sha1_keys(batch["text"]), pa.string())
-        return pa.table({"order": batch["order"], "id": batch["id"], "key": keys,
-                         "shard": shard_of_hex(keys, shards)})
+    def with_shard(batch: pa.Table) -> pa.Table:
+        return batch.append_column("shard", shard_of_hex(batch["key"], shards))
 
-    duplicates = (alive.map_batches(keyed, batch_format="pyarrow")
+    duplicates = (keyed.map_batches(with_shard, batch_format="pyarrow")
                   .groupby("shard", num_partitions=shards).map_groups(exact_duplicates, batch_format="pyarrow"))
     return collect(duplicates, EXACT_SCHEMA)
 
@@ -69,13 +89,14 @@ def exact_dedup(alive: ray.data.Dataset, shards: int) -> pa.Table:
 EDGE_CHUNK = 1 << 18  # candidate edges verified and joined at a time on the driver
 
 
-def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.Table:
-    """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document.
+def near_dedup(alive: ray.data.Dataset, hasher: MinHasher, hashes: Path, removed: np.ndarray, config: DedupConfig,
+               work: Path) -> pa.Table:
+    """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document,
+    among the documents in `hashes` (order, id, signature) less the exact duplicates `removed`.
 
-    1. signatures, per batch, written once to `work` (read again for bands and for verification);
-    2. band buckets, hash-partitioned into shards so no worker holds all buckets; each shard's candidate
-       edges are written to `work`, not gathered;
-    3. the driver streams the edges in chunks of EDGE_CHUNK: each chunk is verified by exact (or
+    1. band buckets, hash-partitioned into shards so no worker holds all buckets; each shard's candidate
+       edges are written to `work/candidates`, not gathered;
+    2. the driver streams the edges in chunks of EDGE_CHUNK: each chunk is verified by exact (or
        estimated) Jaccard against the candidate documents' shingle sets (or signatures), which are
        spilled to a file in `work` and memory-mapped, then joined into a union-find over all documents.
 
@@ -90,25 +111,20 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
         bands, rows = optimal_bands(config.threshold, config.num_perm)
     else:
         bands, rows = recall_bands(config.threshold, config.num_perm)
-    hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
     k, shards = config.num_perm, config.shards
-
-    def sign(batch: pa.Table) -> pa.Table:
-        signatures = hasher.signatures(batch["text"])
-        return pa.table({"order": batch["order"],
-                         "signature": pa.FixedSizeListArray.from_arrays(pa.array(signatures.ravel()), k)})
+    removed = pa.array(removed, pa.int64())
 
     def bucket_rows(batch: pa.Table) -> pa.Table:
         """One row per (document, band): the bucket it falls in and the shard that owns the bucket."""
+        batch = batch.filter(pc.invert(pc.is_in(batch["order"], removed)))
         buckets = band_hashes(_signature_matrix(batch, k), bands, rows).ravel()
         return pa.table({"order": np.repeat(batch["order"].to_numpy(), bands), "bucket": buckets,
                          "shard": (buckets % np.uint64(shards)).astype(np.int32)})
 
-    alive.map_batches(sign, batch_format="pyarrow").write_parquet(str(work / "signatures"))
-    signatures = ray.data.read_parquet(str(work / "signatures"))
-    orders = np.sort(np.concatenate([np.zeros(0, np.int64)] + [
-        batch["order"] for batch in signatures.select_columns(["order"]).iter_batches(batch_format="numpy")]))
-    (signatures.map_batches(bucket_rows, batch_format="pyarrow")
+    orders = pq.read_table(hashes, columns=["order"])["order"].to_numpy()
+    orders = np.sort(orders[~np.isin(orders, removed.to_numpy())])
+    (parquet_dataset(hashes, ["order", "signature"])
+     .map_batches(bucket_rows, batch_format="pyarrow")
      .groupby("shard", num_partitions=shards).map_groups(bucket_candidates, batch_format="pyarrow")
      .write_parquet(str(work / "candidates")))
 
@@ -116,9 +132,9 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
         """(a, b) dense ids (positions in `orders`) of the candidate edges, a chunk at a time."""
         if not any((work / "candidates").glob("*.parquet")):
             return
-        edges = ray.data.read_parquet(str(work / "candidates"))
-        for chunk in edges.iter_batches(batch_size=EDGE_CHUNK, batch_format="numpy"):
-            yield np.searchsorted(orders, chunk["order"]), np.searchsorted(orders, chunk["linked_to"])
+        for chunk in ds.dataset(work / "candidates", format="parquet").to_batches(batch_size=EDGE_CHUNK):
+            yield (np.searchsorted(orders, chunk["order"].to_numpy()),
+                   np.searchsorted(orders, chunk["linked_to"].to_numpy()))
 
     verify = None
     if config.verify != "none":
@@ -130,7 +146,7 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
         if config.verify == "exact":
             verify = _exact_verifier(alive, hasher, candidates, work / "shingles.u64", config.threshold)
         else:
-            verify = _estimate_verifier(signatures, candidates, k, work / "signatures.u32", config.threshold)
+            verify = _estimate_verifier(hashes, candidates, k, work / "signatures.u32", config.threshold)
 
     parent = np.arange(len(orders), dtype=np.int64)
     for a, b in edge_chunks():
@@ -143,7 +159,7 @@ def near_dedup(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> pa.T
     if not len(members):
         return EXACT_SCHEMA.empty_table()
     survivors = orders[parent[members]]
-    ids = _ids_of(alive, survivors)
+    ids = _ids_of(hashes, survivors)
     return pa.table({"order": pa.array(orders[members], pa.int64()),
                      "dup_of": pa.array([ids[s] for s in survivors.tolist()], pa.string())})
 
@@ -188,13 +204,14 @@ def _exact_verifier(alive: ray.data.Dataset, hasher: MinHasher, candidates: np.n
     return reaches
 
 
-def _estimate_verifier(signatures: ray.data.Dataset, candidates: np.ndarray, k: int, path: Path, threshold: float):
+def _estimate_verifier(hashes: Path, candidates: np.ndarray, k: int, path: Path, threshold: float):
     """A function (sources, targets) -> mask of pairs whose estimated Jaccard reaches the threshold.
     The candidate documents' signatures are spilled to `path` (k * 4 bytes each) and memory-mapped."""
     wanted = pa.array(candidates)
     matrix = np.memmap(path, np.uint32, "w+", shape=(max(1, len(candidates)), k))
-    for batch in signatures.map_batches(lambda b: b.filter(pc.is_in(b["order"], wanted)),
-                                        batch_format="pyarrow").iter_batches(batch_format="pyarrow"):
+    signatures = ds.dataset(hashes, format="parquet")
+    for batch in signatures.to_batches(columns=["order", "signature"], filter=pc.field("order").isin(wanted)):
+        batch = pa.Table.from_batches([batch])
         matrix[np.searchsorted(candidates, batch["order"].to_numpy())] = _signature_matrix(batch, k)
     matrix.flush()
     matrix = np.asarray(matrix)
@@ -206,9 +223,7 @@ def _estimate_verifier(signatures: ray.data.Dataset, candidates: np.ndarray, k: 
     return reaches
 
 
-def _ids_of(alive: ray.data.Dataset, orders: np.ndarray) -> dict[int, str]:
-    wanted = pa.array(np.unique(orders))
-    found = collect(alive.select_columns(["order", "id"]).map_batches(
-        lambda b: b.filter(pc.is_in(b["order"], wanted)), batch_format="pyarrow"),
-        pa.schema([("order", pa.int64()), ("id", pa.string())]))
+def _ids_of(hashes: Path, orders: np.ndarray) -> dict[int, str]:
+    found = ds.dataset(hashes, format="parquet").to_table(columns=["order", "id"],
+                                                          filter=pc.field("order").isin(pa.array(np.unique(orders))))
     return dict(zip(found["order"].to_pylist(), found["id"].to_pylist()))
