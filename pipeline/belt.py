@@ -89,6 +89,11 @@ def run(config: Config) -> dict:
     An s3:// output is built in a local staging folder and uploaded once everything succeeded."""
     if not storage.is_s3(config.output):
         return run_into(config, Path(config.output))
+    start_ray(config.ray)
+    if config.storage.staging is None and sum(node["Alive"] for node in ray.nodes()) > 1:
+        # A temporary folder would be on the driver's disk only, while tasks on other nodes write there too.
+        raise OutputError(f"output {config.output!r}: on a cluster of several nodes an s3:// output needs "
+                          "storage.staging, a folder every node sees, to build it in before the upload")
     staging = Path(config.storage.staging or tempfile.mkdtemp(prefix="crawlbelt-staging-"))
     manifest = run_into(config, staging)
     storage.commit_output(staging, config.output, config.storage)

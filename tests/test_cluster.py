@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from ray_cluster import RAY, LocalCluster, cluster_env
+from test_s3 import CREDENTIALS, s3_server  # noqa: F401 (a fixture)
+from test_s3 import client as s3_client
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -79,6 +81,23 @@ def test_submit_refuses_a_relative_output(tmp_path):
     config = job_config(tmp_path / "job", Path("relative/out"))
     result = submit(config, "http://127.0.0.1:1")
     assert result.returncode == 2 and "absolute path" in result.stderr
+
+
+def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3_server, tmp_path):
+    """Without one the parts would be built in a temporary folder on each node's own disk."""
+    s3_client(s3_server).create_dir("curated")
+    config = job_config(tmp_path / "job", tmp_path / "unused")
+    raw = yaml.safe_load(config.read_text())
+    raw["output"], raw["storage"] = "s3://curated/out", {"endpoint": s3_server}
+    config.write_text(yaml.safe_dump(raw))
+    result = subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address", cluster.dashboard,
+                             "--wait", "--submission-id", "crawlbelt-test-s3-staging",
+                             *[arg for name in CREDENTIALS for arg in ("--env", name)]],
+                            capture_output=True, text=True, timeout=400, env={**cluster_env(), **CREDENTIALS}, cwd=ROOT)
+    logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-s3-staging", "--address", cluster.dashboard],
+                          capture_output=True, text=True, env=cluster_env()).stdout
+    assert result.returncode != 0
+    assert "output error:" in logs and "needs storage.staging" in logs and "Traceback" not in logs, logs[-3000:]
 
 
 class FakeCluster:
