@@ -1,4 +1,5 @@
-"""Ray plumbing: starting or joining Ray, timing stages, and reading input files as a Ray Dataset."""
+"""Ray plumbing: starting or joining Ray, the filter pass's per-file task, timing stages, reading the belt's
+Parquet back, and watching for lost nodes."""
 from __future__ import annotations
 
 import logging
