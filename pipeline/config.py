@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from stages.extract import METHODS as EXTRACT_METHODS
@@ -34,7 +33,7 @@ class Source:
         """Its inputs are already-curated documents (docs/*.parquet of an earlier run), not crawls
         (validation makes sure a source's files are all one or all the other)."""
         if any(p.startswith("s3://") for p in self.input):
-            return False  # curated Parquet is read from local (or shared) storage only
+            return all(p.endswith(".parquet") for p in self.input)  # judged by name: no listing here
         return expand_inputs(self.input)[0].endswith(".parquet")
 
 
@@ -406,7 +405,9 @@ def _check(config: Config, base: Path) -> None:
         if any(curated) and not all(curated):
             raise ConfigError(f"sources[{i}].input: give either crawls (WARC/ARC) or curated .parquet files, not both")
         for f in files if all(curated) else ():
-            schema = pq.read_schema(f)
+            from pipeline.storage import parquet_file
+
+            schema = parquet_file(f, config.storage).schema_arrow
             if "text" not in schema.names or not pa.types.is_string(schema.field("text").type):
                 raise ConfigError(f"sources[{i}].input: {f!r} has no string column 'text' (expected docs/*.parquet)")
         if source.weight < 0:

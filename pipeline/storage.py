@@ -16,6 +16,7 @@ import posixpath
 from pathlib import Path
 
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "manifest.json")
 
@@ -65,6 +66,11 @@ def open_input(path: str, settings):
     if is_s3(path):
         return s3_filesystem(settings).open_input_file(_key(path))
     return open(path, "rb")
+
+
+def parquet_file(path: str, settings) -> pq.ParquetFile:
+    """A Parquet file at a local path or an s3:// URI."""
+    return pq.ParquetFile(open_input(path, settings) if is_s3(path) else path)
 
 
 def output_state(uri: str, settings) -> str:

@@ -31,6 +31,7 @@ import ray
 from pipeline.config import Config, expand_inputs
 from pipeline.engine import collect, task_options, write_options
 from pipeline.finalize import write_atomic
+from pipeline.storage import parquet_file
 from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
 
@@ -44,6 +45,7 @@ class CuratedFile:
     source: str
     first_doc: int  # number of its first document in the fixed order
     documents: int
+    stored_bytes: int  # its column chunks' compressed size, to group files into encode tasks
 
 
 def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> list[CuratedFile]:
@@ -55,15 +57,17 @@ def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> li
             found += [(path, source.name) for path in expand_inputs(source.input, config.storage)]
     result, first = [], 0
     for path, source in found:
-        documents = pq.ParquetFile(path).metadata.num_rows
-        result.append(CuratedFile(path, source, first, documents))
-        first += documents
+        metadata = parquet_file(path, config.storage).metadata
+        stored = sum(metadata.row_group(i).column(j).total_compressed_size
+                     for i in range(metadata.num_row_groups) for j in range(metadata.num_columns))
+        result.append(CuratedFile(path, source, first, metadata.num_rows, stored))
+        first += metadata.num_rows
     return result
 
 
-def _texts(curated: list[CuratedFile]):
+def _texts(curated: list[CuratedFile], storage):
     for f in curated:
-        for batch in pq.ParquetFile(f.path).iter_batches(batch_size=1024, columns=["text"]):
+        for batch in parquet_file(f.path, storage).iter_batches(batch_size=1024, columns=["text"]):
             yield [t or "" for t in batch.column(0).to_pylist()]
 
 
@@ -76,7 +80,7 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
         shutil.copyfile(config.tokenizer.path, tmp)  # honoured byte for byte
     else:
         special = [config.tokenizer.eos_token, config.tokenizer.pad_token]
-        train_bpe(_texts(curated), config.tokenizer.vocab_size, special).save(str(tmp))
+        train_bpe(_texts(curated, config.storage), config.tokenizer.vocab_size, special).save(str(tmp))
     os.replace(tmp, target)
     return target.read_text()
 
@@ -97,9 +101,10 @@ class EncodeFiles:
     """Ray Data generator op: rows (path, first_doc) in; per batch of documents out: doc_index, n_tokens
     and the tokens (no end token yet)."""
 
-    def __init__(self, tokenizer_json: str, batch_size: int):
+    def __init__(self, tokenizer_json: str, batch_size: int, storage):
         self.tokenizer_json = tokenizer_json
         self.batch_size = batch_size
+        self.storage = storage  # the config's `storage` settings, for s3:// sources
 
     def __call__(self, files: pa.Table):
         # A Ray task holds one CPU and Ray runs one per CPU: encode_batch's own thread pool would only
@@ -108,7 +113,7 @@ class EncodeFiles:
         encode = _encoder(self.tokenizer_json)
         for path, first_doc in zip(files["path"].to_pylist(), files["first_doc"].to_pylist()):
             doc = first_doc
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=self.batch_size, columns=["text"]):
+            for batch in parquet_file(path, self.storage).iter_batches(batch_size=self.batch_size, columns=["text"]):
                 lengths, values = encode(batch.column(0).to_pylist())
                 offsets = np.zeros(len(lengths) + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
@@ -218,7 +223,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     t = time.perf_counter()
     documents = sum(f.documents for f in curated)
     n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer.batch_size, work, documents,
-                                               config.resources.encode)
+                                               config.resources.encode, config.storage)
     seconds["encode"] = time.perf_counter() - t
     log.info("encode: %d documents, %d tokens, %.1f s", documents, int(n_tokens.sum()), seconds["encode"])
 
@@ -310,7 +315,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     }
 
 
-def _encode(curated, tokenizer_json, batch_size, work, documents, resources):
+def _encode(curated, tokenizer_json, batch_size, work, documents, resources, storage):
     """Encode every curated document on Ray Data into work/encoded; returns each document's token count,
     the encoded file it is in, and those files."""
     n_tokens = np.full(documents, -1, np.int64)
@@ -319,7 +324,7 @@ def _encode(curated, tokenizer_json, batch_size, work, documents, resources):
         return n_tokens, file_of, []
     rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
     (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
-     .map_batches(EncodeFiles(tokenizer_json, batch_size), batch_size=None, batch_format="pyarrow",
+     .map_batches(EncodeFiles(tokenizer_json, batch_size, storage), batch_size=None, batch_format="pyarrow",
                   **task_options(resources))
      .write_parquet(str(work / "encoded"), **write_options(resources)))
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
@@ -339,7 +344,7 @@ def _tasks_for(curated: list[CuratedFile], task_bytes: int = 64 << 20) -> int:
     """Encode tasks: each Ray Data task costs tens of milliseconds around its work, so files are grouped,
     but into at least two tasks per CPU so the cluster stays busy."""
     files = [f for f in curated if f.documents]
-    size = sum(os.path.getsize(f.path) for f in files)
+    size = sum(f.stored_bytes for f in files)
     return max(1, min(len(files), max(2 * int(ray.cluster_resources().get("CPU", 1)), size // task_bytes)))
 
 
