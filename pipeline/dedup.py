@@ -24,7 +24,6 @@ from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_dupli
 VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()),
                             ("dup_of", pa.string())])
 EXACT_SCHEMA = pa.schema([("order", pa.int64()), ("dup_of", pa.string())])
-EDGE_SCHEMA = pa.schema([("order", pa.int64()), ("linked_to", pa.int64())])
 
 
 def run(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> tuple[pa.Table, dict[str, float]]:

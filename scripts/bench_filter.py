@@ -100,7 +100,6 @@ def peak_rss_mib(who=resource.RUSAGE_SELF) -> float:
 
 def run_ours(files: list[str], config_path: str, overrides: list[str], repeat: int, hashing: bool,
              dump: str | None, profile: str | None) -> dict:
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -16,7 +15,6 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 INPUTS = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "warc").iterdir())

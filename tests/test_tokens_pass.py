@@ -1,13 +1,11 @@
 """The tokens pass and the report on a real embedded Ray: packed shards decode back to the documents, the
 shuffle keeps every sequence, curated Parquet sources with weights and a given tokenizer, the repetition
 warning, and the report in a real headless Chromium."""
-import json
 import logging
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
