@@ -219,17 +219,17 @@ def filter_pass(config: Config, files: list[tuple[str, str]], folder: Path, cloc
 def filter_fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
     """What the filter pass's parts depend on: the input files (with size and time of local ones) and the
     settings of the reader and the per-document stages. Parts of a run with another fingerprint are redone."""
-    inputs = []
-    for path, source in files:
-        stat = os.stat(path) if os.path.exists(path) else None
-        inputs.append([path, source, stat.st_size if stat else None, stat.st_mtime_ns if stat else None])
+
+    def stamp(path: str, source: str) -> list:
+        stat = os.stat(path) if os.path.exists(path) else None  # s3:// inputs: the URI alone
+        return [path, source, stat and stat.st_size, stat and stat.st_mtime_ns]
+
+    inputs = [stamp(path, source) for path, source in files]
     sections = {name: asdict(getattr(config, name))
                 for name in ("read", "extract", "language", "quality", "repetition", "classifier")}
     for name in ("good_examples", "bad_examples", "model_path"):  # files whose content shapes the classifier
         paths = sections["classifier"].get(name) or []
-        for path in [paths] if isinstance(paths, str) else paths:
-            if os.path.exists(path):
-                inputs.append([path, "classifier", os.stat(path).st_size, os.stat(path).st_mtime_ns])
+        inputs += [stamp(path, "classifier") for path in ([paths] if isinstance(paths, str) else paths)]
     text = json.dumps({"inputs": inputs, "settings": sections}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -11,19 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import CRAWL_SAMPLE
-from stages.quality import gopher_repetition_batch, gopher_repetition_rules
-
-
-def _duplicates(items):
-    seen, dup_count, dup_chars = set(), 0, 0
-    for item in items:
-        if item in seen:
-            dup_count += 1
-            dup_chars += len(item)
-        else:
-            seen.add(item)
-    total_chars = sum(map(len, items))
-    return dup_count / len(items), (dup_chars / total_chars if total_chars else 0.0)
+# Line and paragraph repeats are not batched: both sides count them with the stage's own `_duplicates`.
+from stages.quality import _duplicates, gopher_repetition_batch, gopher_repetition_rules
 
 
 def _ngrams(words, n):
