@@ -302,15 +302,23 @@ class Extract:
         if self.timeout_s is None or self.timeout_s <= 0 or threading.current_thread() is not threading.main_thread():
             return function(*args)
 
+        fired = []
+
         def on_alarm(signum, frame):
+            fired.append(True)
             raise _Timeout()
 
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
         previous_delay, previous_interval = 0.0, 0.0
         started = time.monotonic()
         try:
-            previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
-            return function(*args)
+            # The alarm repeats: an exception raised where Python ignores it (a weakref callback, a __del__)
+            # is swallowed, so one alarm alone may not stop the page.
+            previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, self.timeout_s, 0.01)
+            result = function(*args)
+            if fired:  # every alarm was swallowed, yet the page ran over its limit
+                raise _Timeout()
+            return result
         finally:
             try:
                 signal.setitimer(signal.ITIMER_REAL, 0)

@@ -112,6 +112,8 @@ def main(result_path):
     if rank == 0:
         with open(result_path, "w") as f:
             json.dump(result, f, indent=1)
+    # Leaving together: a rank that tears gloo down while its peer still has work queued aborts the process.
+    dist.barrier()
     dist.destroy_process_group()
 
 
