@@ -214,6 +214,7 @@ class TokenizerConfig:
     eos_token: str = "<|endoftext|>"  # between documents
     pad_token: str = "<|pad|>"  # remainder: pad; a given tokenizer without it pads with the end token
     batch_size: int = 256  # documents per encode_batch call
+    engine: str = "auto"  # auto: tiktoken where it gives tokenizers' ids exactly (checked), else tokenizers
 
 
 @dataclass
@@ -417,6 +418,7 @@ def _check(config: Config, base: Path) -> None:
     _choices(config.extract.method, EXTRACT_METHODS, "extract.method")
     _choices(config.extract.favor, ("balanced", "precision", "recall"), "extract.favor")
     _choices(config.language.method, ("fasttext", "stopwords", "fasttext+stopwords"), "language.method")
+    _choices(config.tokenizer.engine, ("auto", "tokenizers"), "tokenizer.engine")
     _choices(config.classifier.kind, ("naive_bayes", "fasttext", "none"), "classifier.kind")
     if not 0 <= config.language.threshold <= 1:
         raise ConfigError(f"language.threshold: expected a number in [0, 1], got {config.language.threshold}")

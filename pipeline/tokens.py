@@ -85,24 +85,25 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
     return target.read_text()
 
 
-_encoders: dict[str, DocumentEncoder] = {}
+_encoders: dict[tuple[str, str], DocumentEncoder] = {}
 
 
-def _encoder(tokenizer_json: str) -> DocumentEncoder:
+def _encoder(tokenizer_json: str, engine: str) -> DocumentEncoder:
     """One encoder per worker process: building one takes tens of milliseconds, and Ray Data runs many
     short tasks on the same few worker processes."""
-    if tokenizer_json not in _encoders:
+    if (tokenizer_json, engine) not in _encoders:
         _encoders.clear()
-        _encoders[tokenizer_json] = DocumentEncoder(tokenizer_json)
-    return _encoders[tokenizer_json]
+        _encoders[tokenizer_json, engine] = DocumentEncoder(tokenizer_json, engine)
+    return _encoders[tokenizer_json, engine]
 
 
 class EncodeFiles:
     """Ray Data generator op: rows (path, first_doc) in; per batch of documents out: doc_index, n_tokens
     and the tokens (no end token yet)."""
 
-    def __init__(self, tokenizer_json: str, batch_size: int, storage):
+    def __init__(self, tokenizer_json: str, engine: str, batch_size: int, storage):
         self.tokenizer_json = tokenizer_json
+        self.engine = engine
         self.batch_size = batch_size
         self.storage = storage  # the config's `storage` settings, for s3:// sources
 
@@ -110,7 +111,7 @@ class EncodeFiles:
         # A Ray task holds one CPU and Ray runs one per CPU: encode_batch's own thread pool would only
         # oversubscribe the cores (its idle threads spin). tokenizers reads this at every call.
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
-        encode = _encoder(self.tokenizer_json)
+        encode = _encoder(self.tokenizer_json, self.engine)
         for path, first_doc in zip(files["path"].to_pylist(), files["first_doc"].to_pylist()):
             doc = first_doc
             for batch in parquet_file(path, self.storage).iter_batches(batch_size=self.batch_size, columns=["text"]):
@@ -209,20 +210,21 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Tokenizer: trained on every curated document in the fixed order (deterministic), or the given one.
     t = time.perf_counter()
     tokenizer_json = prepare_tokenizer(config, curated, out / "tokens")
-    encoder = DocumentEncoder(tokenizer_json)
+    encoder = DocumentEncoder(tokenizer_json, config.tokenizer.engine)
     vocab_size = encoder.plain.get_vocab_size()
     dtype = token_dtype(vocab_size)
     eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
     pad_id = (encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None)
     pad_id = eos_id if pad and pad_id is None else pad_id
     seconds["tokenizer"] = time.perf_counter() - t
-    log.info("tokenizer: %s, %d ids (%s), %.1f s", "given" if config.tokenizer.path else "trained byte-level BPE",
-             vocab_size, dtype.name, seconds["tokenizer"])
+    log.info("tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
+             "given" if config.tokenizer.path else "trained byte-level BPE", vocab_size, dtype.name, encoder.engine,
+             seconds["tokenizer"])
 
     # Encode: every curated document once; the tokens wait in _work/encoded for packing.
     t = time.perf_counter()
     documents = sum(f.documents for f in curated)
-    n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer.batch_size, work, documents,
+    n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer, work, documents,
                                                config.resources.encode, config.storage)
     seconds["encode"] = time.perf_counter() - t
     log.info("encode: %d documents, %d tokens, %.1f s", documents, int(n_tokens.sum()), seconds["encode"])
@@ -302,6 +304,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "pad_id": pad_id,
             "dtype": dtype.name,
             "tokenizer": "tokens/tokenizer.json",
+            "encoded_with": encoder.engine,
             "remainder": config.packing.remainder,
             "shuffled": config.packing.shuffle,
             "shards": shard_rows,
@@ -315,7 +318,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     }
 
 
-def _encode(curated, tokenizer_json, batch_size, work, documents, resources, storage):
+def _encode(curated, tokenizer_json, tokenizer, work, documents, resources, storage):
     """Encode every curated document on Ray Data into work/encoded; returns each document's token count,
     the encoded file it is in, and those files."""
     n_tokens = np.full(documents, -1, np.int64)
@@ -324,8 +327,8 @@ def _encode(curated, tokenizer_json, batch_size, work, documents, resources, sto
         return n_tokens, file_of, []
     rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
     (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
-     .map_batches(EncodeFiles(tokenizer_json, batch_size, storage), batch_size=None, batch_format="pyarrow",
-                  **task_options(resources))
+     .map_batches(EncodeFiles(tokenizer_json, tokenizer.engine, tokenizer.batch_size, storage), batch_size=None,
+                  batch_format="pyarrow", **task_options(resources))
      .write_parquet(str(work / "encoded"), **write_options(resources)))
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
     seen = 0

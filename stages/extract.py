@@ -302,11 +302,12 @@ class Extract:
         if self.timeout_s is None or self.timeout_s <= 0 or threading.current_thread() is not threading.main_thread():
             return function(*args)
 
-        fired = []
+        armed, fired = [True], []
 
         def on_alarm(signum, frame):
-            fired.append(True)
-            raise _Timeout()
+            if armed:
+                fired.append(True)
+                raise _Timeout()
 
         previous_handler = signal.signal(signal.SIGALRM, on_alarm)
         previous_delay, previous_interval = 0.0, 0.0
@@ -320,12 +321,15 @@ class Extract:
                 raise _Timeout()
             return result
         finally:
-            try:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            finally:  # restore even if the alarm went off just as the page finished
-                # None means the old handler was not set from Python; the default is the best we can restore.
-                signal.signal(signal.SIGALRM, previous_handler if previous_handler is not None else signal.SIG_DFL)
-                if previous_delay > 0:
-                    # Give back what was left of an outer timer (at least a moment, so it still fires).
-                    remaining = max(previous_delay - (time.monotonic() - started), 1e-3)
-                    signal.setitimer(signal.ITIMER_REAL, remaining, previous_interval)
+            while armed:  # an alarm may still land here, before the timer is off: then try again
+                try:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    armed.clear()  # from here a late alarm does nothing
+                except _Timeout:
+                    pass
+            # None means the old handler was not set from Python; the default is the best we can restore.
+            signal.signal(signal.SIGALRM, previous_handler if previous_handler is not None else signal.SIG_DFL)
+            if previous_delay > 0:
+                # Give back what was left of an outer timer (at least a moment, so it still fires).
+                remaining = max(previous_delay - (time.monotonic() - started), 1e-3)
+                signal.setitimer(signal.ITIMER_REAL, remaining, previous_interval)

@@ -5,12 +5,18 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from tokenizers import Tokenizer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from helpers import CRAWL_SAMPLE
-from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
+from stages.tokens import DocumentEncoder, as_tiktoken, assemble, cut, stream_layout, token_dtype, train_bpe
+
+GROUND_TRUTH = Path(__file__).resolve().parents[2] / "shared" / "realhtml" / "ground_truth.jsonl"
 
 SPECIAL = ["<|endoftext|>", "<|pad|>"]
 TEXTS = CRAWL_SAMPLE * 3 + ["Ünïcödé — text, emoji 🌍, and tabs\tand\nnewlines.", "Zahlen 3.14159 und 42!"]
@@ -39,6 +45,62 @@ def test_byte_level_tokens_decode_back_to_the_text_and_special_text_stays_text()
     assert 0 not in pieces[2] and 1 not in pieces[2]  # written special tokens are not the special ids
     # batches without such text are encoded the fast way, with the same ids
     assert np.array_equal(encode(texts[:2])[1], values[:lengths[:2].sum()])
+
+
+# --- tiktoken, where it gives tokenizers' ids exactly ------------------------------------------------
+
+TRAINED = train_bpe(iter(TEXTS), 600, SPECIAL).to_str()
+BOTH = (DocumentEncoder(TRAINED), DocumentEncoder(TRAINED, engine="tokenizers"))
+
+
+def same_ids(texts):
+    fast, reference = BOTH
+    assert fast.engine == "tiktoken" and reference.engine.startswith("tokenizers")
+    got, expected = fast(texts), reference(texts)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+
+def test_a_trained_tokenizer_is_encoded_by_tiktoken_with_the_same_ids():
+    assert as_tiktoken(TRAINED)[1] == "exact"
+    same_ids(TEXTS + ["a forum post quoting <|endoftext|> and <|pad|> as text", None, "", "  \n\n  x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+                | st.lists(st.sampled_from(["'s", "'ll", " ", "  ", "\n", "\t", "12", "3.5", "¡", "ß", "日本",
+                                            "🌍", "<|endoftext|>", "--", "ab", "the", " the", "Über"]),
+                           max_size=20).map("".join), max_size=8))
+def test_tiktoken_and_tokenizers_agree_on_any_text(texts):
+    same_ids(texts)
+
+
+def test_tiktoken_and_tokenizers_agree_on_real_pages():
+    if not GROUND_TRUTH.exists():
+        pytest.skip(f"../shared/realhtml not found: {GROUND_TRUTH} is missing")
+    texts = [json.loads(line)["main_text"] or "" for line in GROUND_TRUTH.open(encoding="utf-8")]
+    tokenizer = train_bpe(iter(texts[::4]), 4096, SPECIAL).to_str()
+    fast, reference = DocumentEncoder(tokenizer), DocumentEncoder(tokenizer, engine="tokenizers")
+    assert fast.engine == "tiktoken"
+    for i in range(0, len(texts), 256):
+        got, expected = fast(texts[i:i + 256]), reference(texts[i:i + 256])
+        assert np.array_equal(got[1], expected[1]), i
+
+
+def test_a_tokenizer_tiktoken_would_encode_differently_stays_with_tokenizers():
+    # "abc" is made from ab + c, but b + c merges first: tokenizers gives [a, bc], tiktoken would give [abc]
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {c: i for i, c in enumerate(alphabet)} | {"bc": 256, "ab": 257, "abc": 258}
+    bpe = Tokenizer(models.BPE(vocab, [("b", "c"), ("a", "b"), ("ab", "c")]))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    encoder = DocumentEncoder(bpe.to_str())
+    assert encoder.engine == "tokenizers (the token 'abc' does not encode to itself)"
+    assert encoder(["abc"])[1].tolist() == [vocab["a"], vocab["bc"]]
+
+    lowercased = Tokenizer.from_str(TRAINED)
+    lowercased.normalizer = normalizers.Lowercase()
+    encoder = DocumentEncoder(lowercased.to_str())
+    assert encoder.engine == "tokenizers (it has a normalizer)"
+    assert encoder(["ABC"])[1].tolist() == lowercased.encode("abc", add_special_tokens=False).ids
 
 
 def test_smallest_dtype_for_the_vocabulary():
