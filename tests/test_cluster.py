@@ -228,3 +228,33 @@ def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(clus
     for part in parts + ["tokens/tokenizer.json"]:
         assert (out / part).read_bytes() == (reference / part).read_bytes(), part
 
+
+
+def test_a_job_left_without_cpus_by_a_lost_node_fails_in_one_line_in_bounded_time(tmp_path):
+    """The stall path on a real cluster: every CPU is on the worker node (the head has none), so once that
+    node is killed nothing can run; the job must end by ray.node_lost_timeout_s with one line naming it."""
+    stalled = LocalCluster(head_cpus=0, worker_cpus=2).start()
+    try:
+        config = job_config(tmp_path / "job", tmp_path / "out", ray={"node_lost_timeout_s": 5})
+        result = submit(config, stalled.dashboard, "--submission-id", "crawlbelt-test-stall")  # no --wait
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+        worker = stalled.worker_node_id()
+        deadline = time.monotonic() + 300
+        while not stalled.running_tasks(worker):
+            assert job_status(stalled, "crawlbelt-test-stall") in ("PENDING", "RUNNING"), "no task ran on the worker"
+            assert time.monotonic() < deadline, "the job never ran a task on the worker node"
+            time.sleep(0.2)
+        stalled.kill_worker()
+        killed = time.monotonic()
+        while job_status(stalled, "crawlbelt-test-stall") in ("PENDING", "RUNNING"):
+            assert time.monotonic() < deadline, "the job did not end after its only CPUs were lost"
+            time.sleep(1)
+        ended_after = time.monotonic() - killed
+        logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-stall", "--address", stalled.dashboard],
+                              capture_output=True, text=True, env=cluster_env()).stdout
+        assert job_status(stalled, "crawlbelt-test-stall") == "FAILED", logs[-3000:]
+        assert f"crawlbelt: error: lost node {worker} (" in logs, logs[-3000:]
+        assert "no progress for" in logs and "Traceback" not in logs, logs[-3000:]
+        assert ended_after >= 5, ended_after  # it waited the configured time for progress, not less
+    finally:
+        stalled.stop()
