@@ -2,6 +2,7 @@
 scored against the ground truth in ../shared/realhtml (1,484 real pages from seven public benchmarks).
 
     python scripts/bench_extract.py [--methods trafilatura,trafilatura:fast,resiliparse] [--limit N]
+                                    [--held-out-threshold]
 
 Pages: every record of warc/*.warc.gz, read with stages.warc_read.read_warc and decoded with
 stages.extract.decode_html, as the pipeline does. A page the pipeline would reject before extraction
@@ -44,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stages.extract import METHODS, Extract, decode_html  # noqa: E402
+from stages.extract import METHODS, MIN_LINE_WORDS, Extract, decode_html, drop_short_lines  # noqa: E402
 from stages.warc_read import read_warc  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "realhtml"
@@ -163,6 +164,33 @@ def report(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def held_out_threshold(pages: list[dict], thresholds=range(1, 11)) -> str:
+    """resiliparse-clean's short-line threshold scored on pages it was not chosen on: for each dataset, the
+    threshold with the best mean F1 over the other datasets' pages, scored on this dataset's pages."""
+    extract = Extract(method="resiliparse")
+    scored = [p for p in pages if p["html"] is not None and p["expected"]]
+    raw = [extract._resiliparse(p["html"], alt_texts=False) for p in scored]  # what resiliparse-clean cleans
+    f1 = {t: [prf(tokens(drop_short_lines(text, t)), p["expected"])[2] for text, p in zip(raw, scored)]
+          for t in thresholds}
+    datasets = sorted({p["dataset"] for p in scored})
+    lines = ["| held-out dataset | pages | threshold chosen on the others | F1 there | F1 at the default |",
+             "|---|---:|---:|---:|---:|"]
+    held_out, default = [], []
+    for dataset in datasets:
+        inside = [i for i, p in enumerate(scored) if p["dataset"] == dataset]
+        others = [i for i, p in enumerate(scored) if p["dataset"] != dataset]
+        chosen = max(thresholds, key=lambda t: (mean([f1[t][i] for i in others]), -t))
+        held_out += [f1[chosen][i] for i in inside]
+        default += [f1[MIN_LINE_WORDS][i] for i in inside]
+        lines.append(f"| {dataset} | {len(inside)} | {chosen} | {mean([f1[chosen][i] for i in inside]):.3f} | "
+                     f"{mean([f1[MIN_LINE_WORDS][i] for i in inside]):.3f} |")
+    lines.append(f"| all ({len(scored)} pages) | | | **{mean(held_out):.3f}** | {mean(default):.3f} |")
+    best = max(thresholds, key=lambda t: mean(f1[t]))
+    lines += ["", "In-sample mean F1 per threshold: " + ", ".join(f"{t}: {mean(f1[t]):.3f}" for t in thresholds)
+              + f" (best {best}, default {MIN_LINE_WORDS})"]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", default=DEFAULT_METHODS,
@@ -170,6 +198,8 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
     parser.add_argument("--data", type=Path, default=DEFAULT_DIR, help="the realhtml folder (default ../shared/realhtml)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--held-out-threshold", action="store_true",
+                        help="also score resiliparse-clean's short-line threshold chosen leaving each dataset out")
     args = parser.parse_args(argv)
     if not (args.data / "ground_truth.jsonl").is_file() or not (args.data / "warc").is_dir():
         print(f"bench_extract: no benchmark data at {args.data} (expected ground_truth.jsonl and warc/); "
@@ -192,6 +222,9 @@ def main(argv=None) -> int:
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.held_out_threshold:
+        print()
+        print(held_out_threshold(pages))
     return 0
 
 
