@@ -139,13 +139,12 @@ STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 def storage_error(exc: BaseException) -> OSError | None:
     """The full disk, quota or read-only folder behind an exception. Ray passes a worker's exception on
     as text (its chain is not kept), so the text is searched too."""
-    seen, first = set(), exc
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
-            return exc
-        exc = getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
-    for code in map(int, re.findall(r"\[Errno (\d+)\]", str(first))):
+    from pipeline.engine import error_chain  # Ray is imported by now: the belt ran
+
+    for error in error_chain(exc):
+        if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
+            return error
+    for code in map(int, re.findall(r"\[Errno (\d+)\]", str(exc))):
         if code in STORAGE_ERRNOS:
             return OSError(code, os.strerror(code))
     return None

@@ -308,17 +308,20 @@ _NODE_DEATH_ERRORS = tuple(getattr(ray.exceptions, name) for name in (
     "WorkerCrashedError", "ObjectReconstructionFailedError") if hasattr(ray.exceptions, name))
 
 
-def _looks_like_node_death(error: BaseException | None) -> bool:
-    """Whether an error, or one it was raised from, is one that Ray raises when a node goes away (Ray Data
-    sometimes passes such errors on only as text)."""
+def error_chain(error: BaseException | None):
+    """An error and the ones it was raised from, each once (a Ray task's error keeps its own as `cause`)."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        text = str(error)
-        if isinstance(error, _NODE_DEATH_ERRORS) or "node has died" in text or "node it was running on is dead" in text:
-            return True
-        error = error.__cause__ or error.__context__
-    return False
+        yield error
+        error = getattr(error, "cause", None) or error.__cause__ or error.__context__
+
+
+def _looks_like_node_death(error: BaseException | None) -> bool:
+    """Whether an error, or one it was raised from, is one that Ray raises when a node goes away (Ray Data
+    sometimes passes such errors on only as text)."""
+    return any(isinstance(e, _NODE_DEATH_ERRORS) or "node has died" in str(e) or "node it was running on is dead"
+               in str(e) for e in error_chain(error))
 
 
 def exit_run(message: str) -> None:

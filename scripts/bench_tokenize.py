@@ -72,7 +72,8 @@ def encode_alone(texts: list[str], tokenizer_json: str) -> dict[str, float]:
     from stages.tokens import as_tiktoken
 
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    tokenizer, (encoding, _) = Tokenizer.from_str(tokenizer_json), as_tiktoken(tokenizer_json)
+    tokenizer = Tokenizer.from_str(tokenizer_json)
+    encoding, _ = as_tiktoken(tokenizer)
     encoders = {"tokenizers": lambda batch: [e.ids for e in tokenizer.encode_batch_fast(batch,
                                                                                        add_special_tokens=False)]}
     if encoding:

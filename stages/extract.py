@@ -215,6 +215,7 @@ class Extract:
         return batch.drop_columns(["html"]) if "html" in batch.column_names else batch
 
     def _compute(self, alive: pa.Table):
+        self.load()
         payloads = alive["html"].to_pylist()
         charsets = alive["http_charset"].to_pylist() if "http_charset" in alive.column_names else [None] * len(payloads)
         texts, used, reasons, details = [], [], [], []
@@ -242,8 +243,7 @@ class Extract:
 
     def extract_decoded(self, html: str) -> tuple[str | None, str | None, str | None]:
         """(text, reject reason, detail) for one decoded page, under the time limit: everything the stage
-        does after decoding (scripts/bench_extract.py times this)."""
-        self.load()
+        does after decoding (scripts/bench_extract.py times this). Call `load` once first."""
         started = time.monotonic()
         try:
             text = self._with_time_limit(self.extract_text, html)

@@ -207,7 +207,7 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
                                                         return_counts=True)
             counts = group_counts[numbers]
         elif n in top or n in dup:
-            _, first, _, group_counts = np.unique(ids, return_index=True, return_inverse=True, return_counts=True)
+            _, first, group_counts = np.unique(ids, return_index=True, return_counts=True)
         if n in top:
             # per text: the highest count, and among those the n-gram that occurs first
             repeated_g = np.flatnonzero(group_counts >= 2)  # an n-gram that occurs once counts as 0

@@ -47,7 +47,7 @@ def _byte_of_char() -> dict[str, int]:
     return {chr(b): b for b in printable} | {chr(256 + i): b for i, b in enumerate(others)}
 
 
-def as_tiktoken(tokenizer_json: str) -> tuple[tiktoken.Encoding | None, str]:
+def as_tiktoken(tokenizer: Tokenizer) -> tuple[tiktoken.Encoding | None, str]:
     """The same tokenizer as a tiktoken Encoding, which encodes byte-level BPE several times faster, or None
     and the reason it might not give the same ids.
 
@@ -58,7 +58,7 @@ def as_tiktoken(tokenizer_json: str) -> tuple[tiktoken.Encoding | None, str]:
     to itself alone: then two neighbours that tiktoken would join although tokenizers does not cannot arise,
     since they would arise the same way inside the token they spell, which would then not encode to itself.
     """
-    spec = json.loads(tokenizer_json)
+    spec = json.loads(tokenizer.to_str())
     model, pre = spec.get("model") or {}, spec.get("pre_tokenizer") or {}
     if spec.get("normalizer") is not None:
         return None, "it has a normalizer"
@@ -85,7 +85,7 @@ def as_tiktoken(tokenizer_json: str) -> tuple[tiktoken.Encoding | None, str]:
     ranked = sorted(made_at, key=made_at.get)
     if any(vocab[a] >= vocab[b] for a, b in zip(ranked, ranked[1:])):
         return None, "its ids do not rise with the merge order"
-    bpe = Tokenizer.from_str(tokenizer_json).model
+    bpe = tokenizer.model
     for token, i in vocab.items():
         if len(token) > 1 and [t.id for t in bpe.tokenize(token)] != [i]:
             return None, f"the token {token!r} does not encode to itself"
@@ -109,7 +109,7 @@ class DocumentEncoder:
         self.literal.encode_special_tokens = True
         self.specials = [t.content for t in self.plain.get_added_tokens_decoder().values() if t.special]
         self.dtype = token_dtype(self.plain.get_vocab_size())
-        self.fast, why = as_tiktoken(tokenizer_json) if engine == "auto" else (None, "tokenizers chosen")
+        self.fast, why = as_tiktoken(self.plain) if engine == "auto" else (None, "tokenizers chosen")
         self.engine = "tiktoken" if self.fast else f"tokenizers ({why})"
 
     def __call__(self, texts: list[str | None]) -> tuple[np.ndarray, np.ndarray]:

@@ -190,6 +190,27 @@ def job_status(cluster, submission_id: str) -> str:
         return json.load(response)["status"]
 
 
+def kill_the_worker_mid_job(cluster, submission_id: str, timeout: float = 300) -> str:
+    """Wait until the job runs a task on the worker node, then kill that node; returns its id."""
+    deadline = time.monotonic() + timeout
+    worker = cluster.worker_node_id()
+    while not cluster.running_tasks(worker):
+        assert job_status(cluster, submission_id) in ("PENDING", "RUNNING"), "no task ran on the worker"
+        assert time.monotonic() < deadline, "the job never ran a task on the worker node"
+        time.sleep(0.2)
+    cluster.kill_worker()
+    return worker
+
+
+def wait_for_the_end(cluster, submission_id: str, timeout: float = 300) -> str:
+    """The job's final status, once it has one (a safety deadline only)."""
+    deadline = time.monotonic() + timeout
+    while (status := job_status(cluster, submission_id)) in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline, "the job did not end after its worker node was lost"
+        time.sleep(1)
+    return status
+
+
 def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(cluster, two_node_run, tmp_path):
     """Runs last in this module: it kills the worker node's processes while a job runs on both nodes."""
     _, reference = two_node_run
@@ -198,18 +219,9 @@ def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(clus
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     # Kill the worker node while it runs one of the job's tasks (a filter task: one per input file, spread
     # over both nodes), so that work in flight and outputs kept only there are lost with it.
-    deadline = time.monotonic() + 300
-    worker = cluster.worker_node_id()
-    while not cluster.running_tasks(worker):
-        assert job_status(cluster, "crawlbelt-test-node-lost") in ("PENDING", "RUNNING"), "no task ran on the worker"
-        assert time.monotonic() < deadline, "the job never ran a task on the worker node"
-        time.sleep(0.2)
-    cluster.kill_worker()
+    worker = kill_the_worker_mid_job(cluster, "crawlbelt-test-node-lost")
     # A safety deadline only: the job's node_lost_timeout_s (60 s without progress) bounds a stalled run.
-    while job_status(cluster, "crawlbelt-test-node-lost") in ("PENDING", "RUNNING"):
-        assert time.monotonic() < deadline, "the job did not end after its worker node was lost"
-        time.sleep(1)
-    first = job_status(cluster, "crawlbelt-test-node-lost")
+    first = wait_for_the_end(cluster, "crawlbelt-test-node-lost")
     logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-node-lost", "--address", cluster.dashboard],
                           capture_output=True, text=True, env=cluster_env()).stdout
     # Either Ray's task retries (or the run starting over, ray.node_lost_retries) carried it through on the
@@ -238,21 +250,13 @@ def test_a_job_left_without_cpus_by_a_lost_node_fails_in_one_line_in_bounded_tim
         config = job_config(tmp_path / "job", tmp_path / "out", ray={"node_lost_timeout_s": 5})
         result = submit(config, stalled.dashboard, "--submission-id", "crawlbelt-test-stall")  # no --wait
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-        worker = stalled.worker_node_id()
-        deadline = time.monotonic() + 300
-        while not stalled.running_tasks(worker):
-            assert job_status(stalled, "crawlbelt-test-stall") in ("PENDING", "RUNNING"), "no task ran on the worker"
-            assert time.monotonic() < deadline, "the job never ran a task on the worker node"
-            time.sleep(0.2)
-        stalled.kill_worker()
+        worker = kill_the_worker_mid_job(stalled, "crawlbelt-test-stall")
         killed = time.monotonic()
-        while job_status(stalled, "crawlbelt-test-stall") in ("PENDING", "RUNNING"):
-            assert time.monotonic() < deadline, "the job did not end after its only CPUs were lost"
-            time.sleep(1)
+        status = wait_for_the_end(stalled, "crawlbelt-test-stall")
         ended_after = time.monotonic() - killed
         logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-stall", "--address", stalled.dashboard],
                               capture_output=True, text=True, env=cluster_env()).stdout
-        assert job_status(stalled, "crawlbelt-test-stall") == "FAILED", logs[-3000:]
+        assert status == "FAILED", logs[-3000:]
         assert f"crawlbelt: error: lost node {worker} (" in logs, logs[-3000:]
         assert "no progress for" in logs and "Traceback" not in logs, logs[-3000:]
         assert ended_after >= 5, ended_after  # it waited the configured time for progress, not less

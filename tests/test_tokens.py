@@ -61,7 +61,7 @@ def same_ids(texts):
 
 
 def test_a_trained_tokenizer_is_encoded_by_tiktoken_with_the_same_ids():
-    assert as_tiktoken(TRAINED)[1] == "exact"
+    assert as_tiktoken(Tokenizer.from_str(TRAINED))[1] == "exact"
     same_ids(TEXTS + ["a forum post quoting <|endoftext|> and <|pad|> as text", None, "", "  \n\n  x"])
 
 
