@@ -5,6 +5,7 @@
     finalize      docs/ and rejects/, one part per input file, then manifest.json
     tokens pass   tokenizer -> encode -> mixture -> pack        (curated documents, plus curated Parquet sources)
     report        report.html
+    commit        the new output, built in _work/output, replaces the earlier one, manifest.json last
 
 The per-document stages are plain objects from `stages/`; this file only decides their order and how
 Ray Data runs them. Every row keeps moving until finalize: a stage marks a row rejected, it never
@@ -84,18 +85,19 @@ def input_files(config: Config) -> list[tuple[str, str]]:
     return sorted(files.items())
 
 
-def run(config: Config) -> dict:
-    """Run the belt; returns the manifest (also written to OUTPUT/manifest.json).
-    An s3:// output is built in a local staging folder and uploaded once everything succeeded."""
+def run(config: Config, kind: str = "run") -> dict:
+    """Run the belt; returns the manifest (also written to OUTPUT/manifest.json). `kind` ('run' or 'dry-run')
+    is written in the output's marker. An s3:// output is built in a local staging folder and uploaded once
+    everything succeeded."""
     if not storage.is_s3(config.output):
-        return run_into(config, Path(config.output))
+        return run_into(config, Path(config.output), kind)
     start_ray(config.ray)
     if config.storage.staging is None and sum(node["Alive"] for node in ray.nodes()) > 1:
         # A temporary folder would be on the driver's disk only, while tasks on other nodes write there too.
         raise OutputError(f"output {config.output!r}: on a cluster of several nodes an s3:// output needs "
                           "storage.staging, a folder every node sees, to build it in before the upload")
     staging = Path(config.storage.staging or tempfile.mkdtemp(prefix="crawlbelt-staging-"))
-    manifest = run_into(config, staging)
+    manifest = run_into(config, staging, kind)
     storage.commit_output(staging, config.output, config.storage)
     log.info("output: uploaded to %s", config.output)
     if config.storage.staging is None:
@@ -103,8 +105,10 @@ def run(config: Config) -> dict:
     return manifest
 
 
-def run_into(config: Config, out: Path) -> dict:
-    """The whole belt, writing to the local (or shared) folder `out`.
+def run_into(config: Config, out: Path, kind: str = "run") -> dict:
+    """The whole belt, writing to the local (or shared) folder `out`. The new output is built in
+    `out/_work/output` and replaces the earlier one only once it is complete: a run that fails or is killed
+    leaves the earlier output whole.
 
     While it runs, a NodeWatch notices a node of the cluster going away. Ray reruns that node's tasks on the
     nodes left; if the run fails anyway (some of Ray Data's helpers, such as the actors that read Parquet
@@ -113,17 +117,17 @@ def run_into(config: Config, out: Path) -> dict:
     ended by the NodeWatch itself (engine.NodeWatch)."""
     files = input_files(config)
     fingerprint = filter_fingerprint(config, files)
-    prepare_output(out, fingerprint)
+    prepare_output(out, fingerprint, kind)
     started = time.time()
     start_ray(config.ray)
     with NodeWatch(config.ray.node_lost_timeout_s) as watch:
         for attempt in range(config.ray.node_lost_retries + 1):
             if attempt:  # the filter pass's finished files are kept
-                prepare_output(out, fingerprint)
+                prepare_output(out, fingerprint, kind)
                 started = time.time()
             lost_before = set(watch.lost)
             try:
-                return _belt(config, files, out, watch, started)
+                return _belt(config, files, out, watch, started, kind)
             except OutputError:
                 raise
             except Exception as error:
@@ -142,8 +146,12 @@ def run_into(config: Config, out: Path) -> dict:
     raise AssertionError("unreachable")
 
 
-def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWatch, started: float) -> dict:
+def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWatch, started: float,
+          kind: str) -> dict:
     work = out / "_work"
+    build = work / "output"  # the new output, moved into `out` once complete
+    build.mkdir()
+    storage.write_marker(build, kind)
     clock = start_clock()
     timings = {}
 
@@ -168,14 +176,14 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
-        part_counts = finalize.write_parts(filtered, verdicts, out, partitions=min(len(files), config.dedup.shards))
+        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards))
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:
         part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
 
     manifest = finalize.manifest(
-        config=config, out=out, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
+        config=config, out=build, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
         stage_seconds={**ray.get(clock.report.remote()), **dedup_seconds},
         pass_seconds=timings, wall_seconds=time.time() - started, node_seconds=ray.get(clock.nodes.remote()))
     if files:
@@ -187,14 +195,18 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
 
     # Tokens pass: tokenizer, token counts, the weighted mixture, packed and shuffled token shards.
     t = time.perf_counter()
-    result = tokens.run(config, out, tokens.curated_files(config, out, files))
+    result = tokens.run(config, build, tokens.curated_files(config, build, files))
     timings["tokens_pass"] = time.perf_counter() - t
     watch.progress()
-    manifest = finalize.add_tokens(out, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
-    shutil.rmtree(work, ignore_errors=True)
+    manifest = finalize.add_tokens(build, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
 
     # Report: one self-contained page of plots.
-    log.info("report: %s", report.write(out))
+    report.write(build)
+
+    # Commit: the complete new output replaces the earlier one.
+    storage.commit_local(build, out, work / "replaced")
+    shutil.rmtree(work, ignore_errors=True)
+    log.info("report: %s", out / "report.html")
     return manifest
 
 
@@ -261,19 +273,24 @@ class NodeLostError(RuntimeError):
     """The run failed after a node of the cluster was lost: one line naming the node and the error."""
 
 
-def prepare_output(out: Path, fingerprint: str | None = None) -> None:
-    """Clear what an earlier run (finished or killed) left, and make sure the folder can be written before
-    any work starts. The filter pass's parts of a killed run are kept when its fingerprint is this run's:
-    the rerun goes on from there. Config validation made sure the folder is a crawlbelt output; `_work` is
-    made first, so that a run killed at any moment leaves a folder the next run still recognises as one."""
+def prepare_output(out: Path, fingerprint: str | None = None, kind: str = "run") -> None:
+    """Clear what an earlier run killed mid-way left in `_work`, and make sure the folder can be written
+    before any work starts. An earlier complete output stays as it is until this run's replaces it. The
+    filter pass's parts of a killed run are kept when its fingerprint is this run's: the rerun goes on from
+    there. Config validation made sure the folder is empty or a crawlbelt output; the marker is written
+    first, so that a run killed at any moment leaves a folder the next run still recognises as one."""
     try:
         out.mkdir(parents=True, exist_ok=True)
+        if not (out / storage.MARKER).is_file():
+            storage.write_marker(out, kind)
         work = out / "_work"
         work.mkdir(exist_ok=True)
+        build = work / "output"
+        if _complete(build):  # killed while moving its complete output in: finish the move
+            storage.commit_local(build, out, work / "replaced")
         stamp = work / "filter-fingerprint"
         resumable = fingerprint is not None and stamp.is_file() and stamp.read_text() == fingerprint
-        for path in [out / name for name in ("docs", "rejects", "tokens", "manifest.json", "report.html")] + [
-                *out.glob(".*.tmp"), *work.iterdir()]:
+        for path in [*out.glob(".*.tmp"), *work.iterdir()]:
             if resumable and path in (stamp, work / "filtered"):
                 continue
             if path.is_dir():
@@ -289,3 +306,12 @@ def prepare_output(out: Path, fingerprint: str | None = None) -> None:
         probe.unlink()
     except OSError as error:
         raise OutputError(f"output {str(out)!r} cannot be written: {error.strerror or error}") from None
+
+
+def _complete(build: Path) -> bool:
+    """Whether a built output is whole: its manifest says the run completed, and its report is written."""
+    try:
+        return json.loads((build / "manifest.json").read_text()).get("complete") is True and \
+            (build / "report.html").is_file()
+    except (OSError, ValueError):
+        return False

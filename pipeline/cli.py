@@ -64,7 +64,11 @@ def write_report(out_dir: str, output: str | None) -> int:
     from pipeline import report
 
     if not (Path(out_dir) / "manifest.json").is_file():
-        print(f"report: {out_dir!r} holds no manifest.json (not a crawlbelt output)", file=sys.stderr)
+        from pipeline.storage import MARKER
+
+        why = ("the run there did not complete (it was interrupted or failed); rerun it"
+               if (Path(out_dir) / MARKER).is_file() else "not a crawlbelt output")
+        print(f"report: {out_dir!r} holds no manifest.json: {why}", file=sys.stderr)
         return 2
     print(f"report: {report.write(Path(out_dir), Path(output) if output else None)}")
     return 0
@@ -87,6 +91,7 @@ def main(argv=None) -> int:
             config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
         else:
             config = load_config(str(CONFIGS / "crawl_sample.yaml"), output=args.output)
+            _check_dry_run_output(config)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
@@ -97,7 +102,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     try:
-        manifest = belt.run(config)
+        manifest = belt.run(config, kind=args.command)
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
@@ -131,6 +136,15 @@ def main(argv=None) -> int:
           f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
           f"report: {config.output.rstrip('/')}/report.html")
     return 0
+
+
+def _check_dry_run_output(config) -> None:
+    """A dry run replaces only an earlier dry run's output, never a real run's."""
+    from pipeline.storage import output_kind
+
+    if output_kind(config.output, config.storage) == "run":
+        raise ConfigError(f"output {config.output!r} holds a real run's output, which a dry run would replace with "
+                          "the 7-page sample; give the dry run another --output")
 
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)

@@ -475,30 +475,35 @@ def _check(config: Config, base: Path) -> None:
 
 
 def _check_s3_output(config: Config) -> None:
-    from pipeline.storage import output_state
+    from pipeline.storage import output_kind
 
     for i, source in enumerate(config.sources):
         inside = [f for f in expand_inputs(source.input, config.storage) if f.startswith(config.output.rstrip("/") + "/")]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output, which this run replaces")
     try:
-        state = output_state(config.output, config.storage)
+        kind = output_kind(config.output, config.storage)
     except OSError as exc:
         raise ConfigError(f"output {config.output!r}: {' '.join(str(exc).split())}") from None
-    if state == "other":
-        raise ConfigError(f"output {config.output!r} holds objects and is not an earlier crawlbelt output; choose another")
+    if kind is None:
+        raise ConfigError(f"output {config.output!r} holds objects and is not an earlier crawlbelt output (it has "
+                          "no .crawlbelt marker); choose another")
 
 
 def _check_local_output(config: Config) -> None:
+    from pipeline.storage import output_kind
+
     out = Path(config.output)
     for i, source in enumerate(config.sources):
         inside = [f for f in expand_inputs(source.input, config.storage)
                   if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists()
-                                              and not (out / "_work").exists())):
-        raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output; choose another")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"output {str(out)!r} exists and is not a folder; choose another")
+    if output_kind(str(out)) is None:
+        raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output (it has no .crawlbelt "
+                          "marker, which crawlbelt writes in every output); choose another folder")
 
 
 def _check_train(config: Config) -> None:

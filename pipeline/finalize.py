@@ -135,6 +135,7 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
         stages.setdefault(name, {})["seconds"] = round(seconds, 3)
 
     result = {
+        "complete": False,  # until the tokens pass is done too (add_tokens)
         "counts": {
             "records_read": records_read,
             "not_documents": dict(sorted(not_documents.items())),
@@ -172,6 +173,7 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
     manifest["outputs"]["tokens"] = ([result["tokens"]["tokenizer"]]
                                      + [shard["path"] for shard in result["tokens"]["shards"]])
     manifest["wall_seconds"] = round(wall_seconds, 3)
+    manifest["complete"] = all(manifest["invariants"].values())  # a failed check is never committed
     write_manifest(out, manifest)
     _raise_on_failed(out, result["checks"], "token shard")
     return manifest

@@ -36,7 +36,7 @@ def write(out: Path, path: Path | None = None) -> Path:
     out = Path(out)
     path = Path(path) if path else out / "report.html"
     page = render(json.loads((out / "manifest.json").read_text()), _read(out / "docs", ["lang", "quality_score"]),
-                  _read(out / "rejects", ["stage", "reason", "dup_of"]), out)
+                  _read(out / "rejects", ["stage", "reason", "dup_of"]))
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, path)
@@ -48,10 +48,13 @@ def _read(folder: Path, columns: list[str]) -> pa.Table:
     return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], pa.string()) for c in columns})
 
 
-def render(manifest: dict, docs: pa.Table, rejects: pa.Table, out: Path) -> str:
+def render(manifest: dict, docs: pa.Table, rejects: pa.Table) -> str:
     counts = manifest["counts"]
+    output = manifest["config"]["output"]  # where the run wrote (it may have been built in a staging folder)
+    name = output.rstrip("/").rsplit("/", 1)[-1]
     sections = [
-        f"<h1>crawlbelt run: {escape(out.resolve().name)}</h1><p>{escape(str(out.resolve()))}</p>",
+        f"<h1>crawlbelt run: {escape(name)}</h1><p>{escape(output)}</p>",
+        _incomplete(manifest),
         _summary(manifest),
         "<h2>Funnel</h2>",
         '<div class="plots">', _funnel(manifest), _reasons(counts["rejected_by_reason"]), "</div>",
@@ -62,7 +65,7 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, out: Path) -> str:
         "<h2>Time</h2>", '<div class="plots">', _times(manifest), "</div>",
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>crawlbelt report: {escape(out.name)}</title><style>{STYLE}</style></head>\n<body>\n"
+            f"<title>crawlbelt report: {escape(name)}</title><style>{STYLE}</style></head>\n<body>\n"
             + "\n".join(sections) + "\n</body></html>\n")
 
 
@@ -82,6 +85,14 @@ def _fmt(value) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def _incomplete(manifest: dict) -> str:
+    if manifest.get("complete"):
+        return ""
+    return ('<p class="warning">This run did not complete: it stopped after '
+            + ("the tokens pass, with a failed check" if "tokens" in manifest else "finalize, before the tokens pass")
+            + ". Its counts are what it had done by then; rerun it to finish.</p>")
 
 
 def _summary(manifest: dict) -> str:

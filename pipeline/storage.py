@@ -11,14 +11,18 @@ finds it finds the complete output.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import posixpath
+import shutil
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "manifest.json")
+MARKER = ".crawlbelt"  # in every output crawlbelt writes: {"format": MARKER_FORMAT, "version": ..., "kind": ...}
+MARKER_FORMAT, MARKER_VERSION = "crawlbelt-output", 1
 
 
 def is_s3(uri: str) -> bool:
@@ -73,20 +77,79 @@ def parquet_file(path: str, settings) -> pq.ParquetFile:
     return pq.ParquetFile(open_input(path, settings) if is_s3(path) else path)
 
 
-def output_state(uri: str, settings) -> str:
-    """'absent', 'empty', 'crawlbelt' (an earlier output, with manifest.json) or 'other'."""
+def marker_text(kind: str) -> str:
+    """The marker crawlbelt writes in every output it makes; only a folder holding it is ever replaced."""
+    return json.dumps({"format": MARKER_FORMAT, "version": MARKER_VERSION, "kind": kind}) + "\n"
+
+
+def parse_marker(text: str) -> str | None:
+    """The kind of output ('run' or 'dry-run') a marker names, or None if it is not a marker of ours."""
+    try:
+        marker = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(marker, dict) or marker.get("format") != MARKER_FORMAT or marker.get("version") != MARKER_VERSION:
+        return None
+    return marker.get("kind") if marker.get("kind") in ("run", "dry-run") else None
+
+
+def output_kind(uri: str, settings=None) -> str | None:
+    """What is at an output location: 'empty' (nothing, or an empty folder), 'run' or 'dry-run' (an earlier
+    crawlbelt output, by its marker), or None (anything else, which a run must not touch)."""
+    if not is_s3(uri):
+        out = Path(uri)
+        if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+            return "empty"
+        marker = out / MARKER
+        return parse_marker(marker.read_text(errors="replace")) if out.is_dir() and marker.is_file() else None
     fs, key = s3_filesystem(settings), _key(uri)
-    infos = fs.get_file_info(pafs.FileSelector(key, allow_not_found=True))
-    if not infos:
+    if not fs.get_file_info(pafs.FileSelector(key, allow_not_found=True)):
         return "empty"
-    names = {posixpath.basename(i.path) for i in infos}
-    return "crawlbelt" if "manifest.json" in names else "other"
+    if fs.get_file_info(f"{key}/{MARKER}").type != pafs.FileType.File:
+        return None
+    with fs.open_input_stream(f"{key}/{MARKER}") as stream:
+        return parse_marker(stream.read().decode(errors="replace"))
+
+
+def write_marker(out: Path, kind: str) -> None:
+    tmp = out / f".{MARKER}.tmp"
+    tmp.write_text(marker_text(kind))
+    os.replace(tmp, out / MARKER)
+
+
+def commit_local(build: Path, out: Path, replaced: Path) -> None:
+    """Move the complete new output in `build` into `out`, moving the earlier one aside to `replaced`.
+
+    The old manifest.json leaves first and the new one arrives last, so a folder holding a manifest always
+    holds one whole output. Each name is moved out of `build` only once its old version is out of the way,
+    so a commit cut short by a crash is finished by calling this again (pipeline.belt.prepare_output does)."""
+    replaced.mkdir(parents=True, exist_ok=True)
+    names = ("manifest.json", *OUTPUT_NAMES[:-1])
+    for name in names:
+        if (build / name).exists() and (out / name).exists():
+            if (replaced / name).exists():
+                _remove(replaced / name)
+            os.replace(out / name, replaced / name)
+        if name != "manifest.json" and (build / name).exists():
+            os.replace(build / name, out / name)
+    if (build / MARKER).exists():
+        os.replace(build / MARKER, out / MARKER)
+    os.replace(build / "manifest.json", out / "manifest.json")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def commit_output(staging: Path, uri: str, settings) -> None:
-    """Replace the output at `uri` with the staging folder's: earlier output removed, files uploaded,
-    manifest.json last."""
+    """Replace the output at `uri` with the staging folder's: the marker first (a half-uploaded output is
+    still recognised as crawlbelt's), the earlier output removed, files uploaded, manifest.json last."""
     fs, key = s3_filesystem(settings), _key(uri)
+    local = pafs.LocalFileSystem()
+    pafs.copy_files(str(staging / MARKER), f"{key}/{MARKER}", source_filesystem=local, destination_filesystem=fs)
     # The old manifest goes first, so that a half-replaced output never looks complete.
     if fs.get_file_info(f"{key}/manifest.json").type == pafs.FileType.File:
         fs.delete_file(f"{key}/manifest.json")
@@ -96,12 +159,8 @@ def commit_output(staging: Path, uri: str, settings) -> None:
             fs.delete_dir(f"{key}/{name}")
         elif info.type == pafs.FileType.File:
             fs.delete_file(f"{key}/{name}")
-    local = pafs.LocalFileSystem()
     for name in OUTPUT_NAMES[:-1]:
-        path = staging / name
-        if path.is_dir():
-            pafs.copy_files(str(path), f"{key}/{name}", source_filesystem=local, destination_filesystem=fs)
-        elif path.is_file():
-            pafs.copy_files(str(path), f"{key}/{name}", source_filesystem=local, destination_filesystem=fs)
+        if (staging / name).exists():
+            pafs.copy_files(str(staging / name), f"{key}/{name}", source_filesystem=local, destination_filesystem=fs)
     pafs.copy_files(str(staging / "manifest.json"), f"{key}/manifest.json", source_filesystem=local,
                     destination_filesystem=fs)

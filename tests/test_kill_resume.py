@@ -57,10 +57,10 @@ def run_to_end(out: Path, settings: list[str] = SETTINGS) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def run_and_kill(out: Path, marker: str | None, delay: float) -> bool:
+def run_and_kill(out: Path, marker: str | None, delay: float, settings: list[str] = SETTINGS) -> bool:
     """Start a run, SIGKILL its whole process group `delay` s after `marker` appears in its log (or
     after the start); True if it was killed, False if it finished first."""
-    process = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    process = subprocess.Popen(command(out, settings), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     seen = threading.Event() if marker else None
     log: list[str] = []

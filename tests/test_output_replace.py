@@ -1,0 +1,116 @@
+"""What a run may replace: only crawlbelt's own outputs (by their marker), and an earlier output only once
+the new one is complete. A rerun that fails or is killed leaves the earlier output whole; a dry run never
+replaces a real run; a run cut short is never taken for a finished one."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import ConfigError, load_config
+from test_kill_resume import SETTINGS, command, run_and_kill, run_to_end
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "configs" / "local.yaml"
+
+# Folders a user may point --output at by mistake: a web app's build, dbt's target/, a killed tool's _work,
+# and markers that are not crawlbelt's (another format, a newer version of ours).
+FOREIGN = {
+    "web app": {"manifest.json": '{"name": "pwa"}', "docs/guide.md": "hi"},
+    "dbt target": {"manifest.json": '{"metadata": {}}', "run_results.json": "{}"},
+    "a _work folder": {"_work/notes.txt": "mine"},
+    "another marker": {".crawlbelt": "hello", "docs/guide.md": "hi"},
+    "a newer format": {".crawlbelt": '{"format": "crawlbelt-output", "version": 99, "kind": "run"}'},
+}
+
+
+def make_tree(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and "_work" not in p.parts}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("layout", FOREIGN)
+def test_a_folder_that_is_not_a_crawlbelt_output_is_refused(tmp_path, layout):
+    make_tree(tmp_path / "x", FOREIGN[layout])
+    with pytest.raises(ConfigError, match="is not an earlier crawlbelt output"):
+        load_config(str(SAMPLE), output=str(tmp_path / "x"))
+
+
+def test_the_web_app_folder_is_refused_in_one_line_and_left_alone(tmp_path):
+    make_tree(tmp_path / "x", FOREIGN["web app"])
+    result = cli("run", str(SAMPLE), "--output", str(tmp_path / "x"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr[-2000:]
+    assert "not an earlier crawlbelt output" in result.stderr
+    assert snapshot(tmp_path / "x") == {k: v.encode() for k, v in FOREIGN["web app"].items()}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("finished") / "out"
+    run_to_end(out)
+    return out
+
+
+def test_a_finished_output_is_marked_and_complete(finished_run):
+    marker = json.loads((finished_run / ".crawlbelt").read_text())
+    assert marker == {"format": "crawlbelt-output", "version": 1, "kind": "run"}
+    assert json.loads((finished_run / "manifest.json").read_text())["complete"] is True
+    assert not (finished_run / "_work").exists()
+
+
+def test_a_rerun_that_fails_or_is_killed_leaves_the_earlier_output_whole(finished_run, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(finished_run, out)
+    before = snapshot(out)
+    empty_model = tmp_path / "empty.bin"
+    empty_model.write_bytes(b"")
+    failed = subprocess.run(command(out, SETTINGS + [f"language.model_path={empty_model}"]), cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert failed.returncode != 0
+    assert snapshot(out) == before
+    # another setting, so that the new output differs; killed in the filter pass, after finalize, in packing
+    changed = SETTINGS + ["quality.min_words=10"]
+    for marker in ("filter pass:", "finalize:", "mixture:"):
+        assert run_and_kill(out, marker, 0.0, changed), marker
+        assert snapshot(out) == before, marker
+    run_to_end(out, changed)
+    after = snapshot(out)
+    assert after != before and json.loads((out / "manifest.json").read_text())["complete"] is True
+    assert not (out / "_work").exists()
+
+
+def test_a_dry_run_does_not_replace_a_real_run(finished_run):
+    before = snapshot(finished_run)
+    result = cli("dry-run", "--output", str(finished_run))
+    assert result.returncode == 2 and "holds a real run's output" in result.stderr, result.stderr[-2000:]
+    assert result.stderr.count("\n") == 1
+    assert snapshot(finished_run) == before
+
+
+def test_a_run_cut_after_finalize_is_not_taken_for_a_finished_one(tmp_path):
+    out = tmp_path / "out"
+    assert run_and_kill(out, "finalize:", 0.3)
+    assert not (out / "manifest.json").exists()  # the new output is built aside and never moved in
+    built = json.loads((out / "_work" / "output" / "manifest.json").read_text())
+    assert built["complete"] is False and "tokens" not in built
+    result = cli("report", str(out))
+    assert result.returncode == 2 and "did not complete" in result.stderr, result.stderr[-2000:]
+    # its own report says so too
+    page = cli("report", str(out / "_work" / "output"), "--output", str(tmp_path / "cut.html"))
+    assert page.returncode == 0, page.stderr[-2000:]
+    assert "This run did not complete" in (tmp_path / "cut.html").read_text()
