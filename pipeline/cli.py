@@ -1,5 +1,5 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `submit`, `dry-run`, `report OUT_DIR`, `train CONFIG.yaml`
-and `plan`."""
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `validate`, `submit`, `dry-run`, `report OUT_DIR`,
+`train CONFIG.yaml` and `plan`."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +26,13 @@ def parse_args(argv):
     run.add_argument("--output", help="output folder (replaces the config's)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override one config value, e.g. --set language.threshold=0.8")
+    validate = commands.add_parser("validate", help="check a config (every problem at once) and say what a run "
+                                   "would read and write; writes nothing, starts no Ray")
+    validate.add_argument("config", help="YAML config file")
+    validate.add_argument("--input", nargs="+", action="extend", help="as for run")
+    validate.add_argument("--output", help="as for run")
+    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                          help="as for run")
     submit = commands.add_parser("submit", help="run a config on a Ray cluster as a Ray job (ray job submit)")
     submit.add_argument("config", help="YAML config file; its folder is the job's working directory")
     submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
@@ -78,6 +85,8 @@ def main(argv=None) -> int:
         return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     if args.command == "report":
         return write_report(args.out_dir, args.output)
+    if args.command == "validate":
+        return validate_command(args)
     if args.command == "submit":
         from pipeline.submit import submit_command
 
@@ -131,6 +140,48 @@ def main(argv=None) -> int:
           f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
           f"report: {config.output.rstrip('/')}/report.html")
     return 0
+
+
+def validate_command(args) -> int:
+    """Every problem of the config, one line each (exit 2); or what a run would read and write (exit 0)."""
+    try:
+        config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"config error: {problem}", file=sys.stderr)
+        return 2
+    from pipeline.config import expand_inputs
+
+    print(f"config {args.config}: no problems found")
+    for source in config.sources:
+        files = expand_inputs(source.input, config.storage)
+        kind = "curated Parquet" if source.curated() else "crawl"
+        print(f"read: source {source.name!r} (weight {source.weight:g}): {len(files)} {kind} files, "
+              f"{input_bytes(files, config.storage):,} bytes")
+    print(f"write: {config.output} ({output_plan(config)})")
+    return 0
+
+
+def input_bytes(files: list[str], storage_settings) -> int:
+    s3 = [f.removeprefix("s3://") for f in files if f.startswith("s3://")]
+    local = sum(os.path.getsize(f) for f in files if not f.startswith("s3://"))
+    if not s3:
+        return local
+    from pipeline.storage import s3_filesystem
+
+    return local + sum(info.size for info in s3_filesystem(storage_settings).get_file_info(s3))
+
+
+def output_plan(config) -> str:
+    """Whether the run would make the output or replace an earlier one (validation refused anything else)."""
+    from pipeline.storage import is_s3, output_state
+
+    if is_s3(config.output):
+        earlier = output_state(config.output, config.storage) == "crawlbelt"
+    else:
+        out = Path(config.output)
+        earlier = out.is_dir() and any(out.iterdir())
+    return "replaces the earlier crawlbelt output there" if earlier else "a new output"
 
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
