@@ -107,6 +107,9 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     try:
         manifest = belt.run(config)
+    except ConfigError as exc:  # found once Ray is up: a task that no node of the cluster can run
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
