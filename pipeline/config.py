@@ -340,16 +340,21 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
-            if isinstance(key, typing.Hashable) and key in seen:
+            if not isinstance(key, typing.Hashable):
+                continue  # SafeLoader itself refuses it
+            if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice", key_node.start_mark)
-            if isinstance(key, typing.Hashable):
-                seen.add(key)
+            seen.add(key)
         return super().construct_mapping(node, deep)
 
 
 def _parse_yaml(text: str):
-    """The YAML text's value; a YAMLError's message says where, as line and column."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)
+    """The YAML text's value (safe tags only, each key once); a YAMLError's mark says where."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
