@@ -414,15 +414,17 @@ def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> 
 def _local_files(pattern: str) -> list[str]:
     if os.path.isfile(pattern):
         return [os.path.abspath(pattern)]
-    if os.path.isdir(pattern):
-        pattern = os.path.join(glob.escape(pattern), "**", "*")
-    found = glob.glob(pattern, recursive=True)
+    folder = os.path.isdir(pattern)
+    found = glob.glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern, recursive=True)
     broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
     if broken:
         more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
         raise ConfigError(f"input {pattern!r}: {broken[0]!r} is a broken symbolic link (to "
                           f"{os.readlink(broken[0])!r}){more}; remove it or fix its target")
-    return sorted(os.path.abspath(p) for p in found if os.path.isfile(p))
+    files = sorted(os.path.abspath(p) for p in found if os.path.isfile(p))
+    if folder and not files:
+        raise ConfigError(f"input {pattern!r} is a folder with no file in it")
+    return files
 
 
 def read_config(path: str | None, overrides: list[str] = (), problems: Problems | None = None) -> Config:

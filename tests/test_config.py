@@ -226,6 +226,7 @@ def test_inputs_by_exact_name_folder_links_and_sources(tmp_path):
     for path in (folder / "a.warc.gz", folder / "day2" / "b.warc.gz"):
         path.write_bytes(crawl.read_bytes())
     (folder / ".partial.tmp").write_bytes(b"hidden: not an input")
+    (folder / "day2" / "empty").mkdir()
     local = str(ROOT / "configs" / "local.yaml")
     out = str(tmp_path / "out")
     assert load_config(local, inputs=[str(odd)], output=out).sources[0].input == [str(odd)]
@@ -240,6 +241,7 @@ def test_inputs_by_exact_name_folder_links_and_sources(tmp_path):
     cases = [
         (local, [str(tmp_path / "links")], f"'{tmp_path / 'links' / 'gone.warc.gz'}' is a broken symbolic link"),
         (local, [str(tmp_path / "links" / "*.warc.gz")], "is a broken symbolic link (to "),
+        (local, [str(folder / "day2" / "empty")], f"input '{folder / 'day2' / 'empty'}' is a folder with no file in it"),
         (str(two), None, "sources[1].input: '" + str(folder / "a.warc.gz") + "' is also an input of sources[0] ('web')"),
     ]
     for config, inputs, expected in cases:
