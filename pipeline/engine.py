@@ -69,6 +69,7 @@ def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: flo
     to have such a node; then, as at once on an embedded Ray, ConfigError names the key and the nodes."""
     joined = bool(settings.address or os.environ.get("RAY_ADDRESS"))
     deadline = time.monotonic() + (settings.resource_wait_s if joined else 0.0)
+    said = False
     while True:
         nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
         unmet = [name for name in ("filter", "encode") if not any(_fits(getattr(resources, name), node)
@@ -80,8 +81,10 @@ def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: flo
             waited = f" after waiting {settings.resource_wait_s:g} s (ray.resource_wait_s)" if joined else ""
             raise ConfigError(f"{key}: a task asks for {asked}, which no node of the cluster has{waited} "
                               f"(cluster: {_describe_nodes(nodes)})")
-        log.warning("%s: waiting up to %g s (ray.resource_wait_s) for a node with %s (cluster: %s)", key,
-                    deadline - time.monotonic(), asked, _describe_nodes(nodes))
+        if not said:
+            log.warning("%s: waiting up to %g s (ray.resource_wait_s) for a node with %s (cluster: %s)", key,
+                        settings.resource_wait_s, asked, _describe_nodes(nodes))
+            said = True
         time.sleep(poll_s)
 
 
