@@ -158,7 +158,8 @@ def test_values_out_of_range_or_unknown_are_refused(tmp_path, overrides, expecte
 def test_values_that_fit_their_ranges_are_accepted(tmp_path):
     config = load_config(str(ROOT / "configs" / "local.yaml"), output=str(tmp_path / "out"), overrides=[
         "language.languages=[ja, de]", "language.method=fasttext", "quality.min_words=0", "dedup.threshold=1",
-        "classifier.kind=fasttext", f"classifier.model_path={default_lid_model_path()}", "classifier.label=__label__en"])
+        "classifier.kind=fasttext", f"classifier.model_path={default_lid_model_path()}",
+        "classifier.label=__label__en"])
     assert config.language.languages == ["ja", "de"] and config.dedup.threshold == 1.0
     short_texts_off = load_config(str(ROOT / "configs" / "local.yaml"), output=str(tmp_path / "out"),
                                   overrides=["language.languages=[ja]", "language.short_text_chars=0"])
@@ -236,13 +237,13 @@ def test_inputs_by_exact_name_folder_links_and_sources(tmp_path):
     (tmp_path / "links" / "gone.warc.gz").symlink_to(tmp_path / "deleted.warc.gz")
     (tmp_path / "links" / "ok.warc.gz").symlink_to(crawl)
     two = tmp_path / "two.yaml"
-    two.write_text(f"sources: [{{name: web, input: ['{folder}/*.warc.gz']}}, {{name: news, input: ['{folder}/a.warc.gz']}}]\n"
-                   "classifier: {kind: none}\n")
+    two.write_text(f"sources: [{{name: web, input: ['{folder}/*.warc.gz']}},\n"
+                   f"          {{name: news, input: ['{folder}/a.warc.gz']}}]\nclassifier: {{kind: none}}\n")
     cases = [
         (local, [str(tmp_path / "links")], f"'{tmp_path / 'links' / 'gone.warc.gz'}' is a broken symbolic link"),
         (local, [str(tmp_path / "links" / "*.warc.gz")], "is a broken symbolic link (to "),
-        (local, [str(folder / "day2" / "empty")], f"input '{folder / 'day2' / 'empty'}' is a folder with no file in it"),
-        (str(two), None, "sources[1].input: '" + str(folder / "a.warc.gz") + "' is also an input of sources[0] ('web')"),
+        (local, [str(folder / "day2" / "empty")], f"input '{folder}/day2/empty' is a folder with no file in it"),
+        (str(two), None, f"sources[1].input: '{folder}/a.warc.gz' is also an input of sources[0] ('web')"),
     ]
     for config, inputs, expected in cases:
         with pytest.raises(ConfigError) as error:
