@@ -31,8 +31,8 @@ import ray
 
 from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
-from pipeline.engine import (FilterFiles, NodeWatch, files_dataset, filtered_part_name, parquet_dataset, start_clock,
-                             start_ray, task_options)
+from pipeline.engine import (FilterFiles, NodeWatch, check_resources, files_dataset, filtered_part_name,
+                             parquet_dataset, start_clock, start_ray, task_options)
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -117,9 +117,10 @@ def run_into(config: Config, out: Path, kind: str = "run") -> dict:
     ended by the NodeWatch itself (engine.NodeWatch)."""
     files = input_files(config)
     fingerprint = filter_fingerprint(config, files)
+    start_ray(config.ray)
+    check_resources(config.resources, config.ray)  # before anything is written: a task no node fits waits for ever
     prepare_output(out, fingerprint, kind)
     started = time.time()
-    start_ray(config.ray)
     with NodeWatch(config.ray.node_lost_timeout_s) as watch:
         for attempt in range(config.ray.node_lost_retries + 1):
             if attempt:  # the filter pass's finished files are kept
@@ -189,7 +190,7 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
     if files:
         for name, row in manifest["stages"].items():
             if "rows_in" in row:
-                log.info("%s: %d in, %d rejected, %s s", name, row["rows_in"], row["rejected"], row["seconds"])
+                log.info("%s", stage_line(name, row))
         log.info("finalize: %d kept, %d rejected, %.1f s", manifest["counts"]["kept"],
                  sum(manifest["counts"]["rejected"].values()), timings["finalize"])
 
@@ -208,6 +209,12 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
     shutil.rmtree(work, ignore_errors=True)
     log.info("report: %s", out / "report.html")
     return manifest
+
+
+def stage_line(name: str, row: dict) -> str:
+    """A stage's log line from its manifest row; a stage that is off, or got no document, has no time."""
+    took = "did not run" if row["seconds"] is None else f"{row['seconds']} s"
+    return f"{name}: {row['rows_in']} in, {row['rejected']} rejected, {took}"
 
 
 def filter_pass(config: Config, files: list[tuple[str, str]], folder: Path, clock) -> None:

@@ -1,5 +1,5 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `submit`, `dry-run`, `report OUT_DIR`, `train CONFIG.yaml`
-and `plan`."""
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `validate`, `submit`, `dry-run`, `report OUT_DIR`,
+`train CONFIG.yaml` and `plan`."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +26,13 @@ def parse_args(argv):
     run.add_argument("--output", help="output folder (replaces the config's)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override one config value, e.g. --set language.threshold=0.8")
+    validate = commands.add_parser("validate", help="check a config (every problem at once) and say what a run "
+                                   "would read and write; writes nothing, starts no Ray")
+    validate.add_argument("config", help="YAML config file")
+    validate.add_argument("--input", nargs="+", action="extend", help="as for run")
+    validate.add_argument("--output", help="as for run")
+    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                          help="as for run")
     submit = commands.add_parser("submit", help="run a config on a Ray cluster as a Ray job (ray job submit)")
     submit.add_argument("config", help="YAML config file; its folder is the job's working directory")
     submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
@@ -82,6 +89,8 @@ def main(argv=None) -> int:
         return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     if args.command == "report":
         return write_report(args.out_dir, args.output)
+    if args.command == "validate":
+        return validate_command(args)
     if args.command == "submit":
         from pipeline.submit import submit_command
 
@@ -103,6 +112,9 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     try:
         manifest = belt.run(config, kind=args.command)
+    except ConfigError as exc:  # found once Ray is up: a task that no node of the cluster can run
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
@@ -145,6 +157,44 @@ def _check_dry_run_output(config) -> None:
     if output_kind(config.output, config.storage) == "run":
         raise ConfigError(f"output {config.output!r} holds a real run's output, which a dry run would replace with "
                           "the 7-page sample; give the dry run another --output")
+
+
+def validate_command(args) -> int:
+    """Every problem of the config, one line each (exit 2); or what a run would read and write (exit 0)."""
+    try:
+        config = load_config(args.config, overrides=args.overrides, inputs=args.input, output=args.output)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"config error: {problem}", file=sys.stderr)
+        return 2
+    from pipeline.config import expand_inputs
+
+    print(f"config {args.config}: no problems found")
+    for source in config.sources:
+        files = expand_inputs(source.input, config.storage)
+        kind = "curated Parquet" if source.curated() else "crawl"
+        print(f"read: source {source.name!r} (weight {source.weight:g}): {len(files)} {kind} files, "
+              f"{input_bytes(files, config.storage):,} bytes")
+    print(f"write: {config.output} ({output_plan(config)})")
+    return 0
+
+
+def input_bytes(files: list[str], storage_settings) -> int:
+    s3 = [f.removeprefix("s3://") for f in files if f.startswith("s3://")]
+    local = sum(os.path.getsize(f) for f in files if not f.startswith("s3://"))
+    if not s3:
+        return local
+    from pipeline.storage import s3_filesystem
+
+    return local + sum(info.size for info in s3_filesystem(storage_settings).get_file_info(s3))
+
+
+def output_plan(config) -> str:
+    """Whether the run would make the output or replace an earlier one (validation refused anything else)."""
+    from pipeline.storage import output_kind
+
+    kind = output_kind(config.output, config.storage)
+    return "a new output" if kind == "empty" else f"replaces the earlier crawlbelt output there (a {kind})"
 
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)

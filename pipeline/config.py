@@ -1,13 +1,16 @@
 """The YAML config: its schema as dataclasses, loading, `--set` overrides and validation.
 
 Everything is checked before any work starts; a problem is one line naming the key path or file,
-raised as ConfigError (the command line turns it into exit code 2 and writes nothing).
+raised as ConfigError (the command line turns it into exit code 2 and writes nothing). Loading goes on
+after a problem, so that one ConfigError holds every problem the config has (`crawlbelt validate`).
 """
 from __future__ import annotations
 
 import dataclasses
 import glob
+import math
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -17,10 +20,35 @@ import pyarrow as pa
 import yaml
 
 from stages.extract import METHODS as EXTRACT_METHODS
+from stages.langid import METHODS as LANGUAGE_METHODS
+from stages.langid import STOP_WORDS, default_lid_model_path
 
 
 class ConfigError(Exception):
-    """A config problem, in one line."""
+    """A config problem, in one line; `problems` holds every problem found, the first one is the message."""
+
+    def __init__(self, *problems: str):
+        super().__init__(problems[0])
+        self.problems = list(problems)
+
+
+class Problems:
+    """Collects the ConfigErrors of independent checks, so that one run of the checks finds them all."""
+
+    def __init__(self):
+        self.found: list[str] = []
+
+    def check(self, function, *args):
+        """`function(*args)`, or None when it raised a ConfigError (kept)."""
+        try:
+            return function(*args)
+        except ConfigError as error:
+            self.found.extend(error.problems)
+            return None
+
+    def raise_any(self) -> None:
+        if self.found:  # checks that look at the same inputs may find the same problem
+            raise ConfigError(*dict.fromkeys(self.found))
 
 
 @dataclass
@@ -47,6 +75,9 @@ class RayConfig:
     # this many seconds without progress (no Ray Data task finished, no step ended); null: wait for ever
     node_lost_timeout_s: float | None = 600.0
     node_lost_retries: int = 1  # a run that fails after a node was lost starts over this many times on the nodes left
+    # A joined cluster (an autoscaling one adds nodes) gets this long to have a node that fits each pass's
+    # per-task request (resources); then the run fails in one line. An embedded Ray is checked at once.
+    resource_wait_s: float = 300.0
 
 
 @dataclass
@@ -255,8 +286,9 @@ def _type_name(tp) -> str:
     return getattr(tp, "__name__", str(tp)).replace("NoneType", "null")
 
 
-def _build(tp, value, path: str):
-    """Check `value` against the annotation `tp` and build it (dataclasses recursively)."""
+def _build(tp, value, path: str, problems: Problems):
+    """Check `value` against the annotation `tp` and build it (dataclasses recursively). A key of a
+    dataclass that is unknown or of the wrong type goes to `problems` and keeps its default."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(tp)
@@ -266,7 +298,7 @@ def _build(tp, value, path: str):
             if option is type(None):
                 continue
             try:
-                return _build(option, value, path)
+                return _build(option, value, path, problems)
             except ConfigError:
                 if len(options) > 2:
                     continue
@@ -274,25 +306,61 @@ def _build(tp, value, path: str):
         raise ConfigError(f"{path}: expected {' or '.join(map(_type_name, options))}, got {value!r}")
     if origin is list:
         (item,) = typing.get_args(tp)
-        if isinstance(value, str) and item is str:
-            value = [value]
-        if not isinstance(value, list):
+        if not isinstance(value, list):  # a lone string is not taken for a list of one: [english] is no code
             raise ConfigError(f"{path}: expected a list, got {type(value).__name__} {value!r}")
-        return [_build(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_build(item, v, f"{path}[{i}]", problems) for i, v in enumerate(value)]
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(value).__name__} {value!r}")
         hints = typing.get_type_hints(tp)
-        unknown = sorted(set(value) - set(hints))
-        if unknown:
-            key = f"{path}.{unknown[0]}" if path else str(unknown[0])
-            raise ConfigError(f"unknown key {key!r} (known here: {', '.join(hints)})")
-        return tp(**{k: _build(hints[k], v, f"{path}.{k}" if path else k) for k, v in value.items()})
+        fields = {}
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in hints:
+                problems.found.append(f"unknown key {where!r} (known here: {', '.join(hints)})")
+                continue
+            try:
+                fields[key] = _build(hints[key], item, where, problems)
+            except ConfigError as error:
+                problems.found.extend(error.problems)
+        return tp(**fields)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
         raise ConfigError(f"{path}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if tp is float and not math.isfinite(value):
+        raise ConfigError(f"{path}: expected a finite number, got {value!r}")
     return value
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (plain YAML silently keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, typing.Hashable):
+                continue  # SafeLoader itself refuses it
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _parse_yaml(text: str):
+    """The YAML text's value (safe tags only, each key once); a YAMLError's mark says where."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
 
 
 def apply_override(raw: dict, assignment: str) -> None:
@@ -307,9 +375,9 @@ def apply_override(raw: dict, assignment: str) -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"--set {key}: {part!r} is not a mapping")
     try:
-        node[parts[-1]] = yaml.safe_load(text)
+        node[parts[-1]] = _parse_yaml(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {key}: value is not valid YAML ({exc.problem})") from None
+        raise ConfigError(f"--set {key}: value is not valid YAML ({_yaml_problem(exc)})") from None
 
 
 def _choices(value, allowed, path):
@@ -322,7 +390,10 @@ def _resolve(path: str, base: Path) -> str:
 
 
 def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> list[str]:
-    """Paths (or s3:// URIs) matched by each pattern, sorted; a pattern that matches nothing is a config error."""
+    """Paths (or s3:// URIs) matched by each pattern, sorted per pattern. A local pattern is an existing file's
+    exact path (glob characters in its name are its own), a folder (every file under it, hidden names aside,
+    as datatrove reads a folder) or a glob. A pattern that matches nothing, or a broken symbolic link, is a
+    config error."""
     files = []
     for pattern in patterns:
         if pattern.startswith("s3://"):
@@ -333,28 +404,60 @@ def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> 
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"input {pattern!r}: {exc}") from None
         else:
-            matched = sorted(os.path.abspath(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+            matched = _local_files(pattern)
         if not matched:
             raise ConfigError(f"input {pattern!r} matches no file")
         files.extend(matched)
     return files
 
 
-def read_config(path: str | None, overrides: list[str] = ()) -> Config:
-    """Parse the YAML file (if any), apply `--set` overrides, and check every key and type."""
+def _local_files(pattern: str) -> list[str]:
+    if os.path.isfile(pattern):
+        return [os.path.abspath(pattern)]
+    folder = os.path.isdir(pattern)
+    found = glob.glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern, recursive=True)
+    broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
+    if broken:
+        more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
+        raise ConfigError(f"input {pattern!r}: {broken[0]!r} is a broken symbolic link (to "
+                          f"{os.readlink(broken[0])!r}){more}; remove it or fix its target")
+    files = sorted(os.path.abspath(p) for p in found if os.path.isfile(p))
+    if folder and not files:
+        raise ConfigError(f"input {pattern!r} is a folder with no file in it")
+    return files
+
+
+def read_config(path: str | None, overrides: list[str] = (), problems: Problems | None = None) -> Config:
+    """Parse the YAML file (if any), apply `--set` overrides, and check every key and type. Keys with a
+    problem keep their defaults and the problem goes to `problems` (raised here when none is given)."""
     raw: dict = {}
     if path is not None:
-        if not os.path.isfile(path):
-            raise ConfigError(f"config file {path!r} not found")
-        try:
-            raw = yaml.safe_load(Path(path).read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"config file {path!r}: expected a mapping at the top level")
+        raw = _read_yaml_file(path)
     for assignment in overrides:
         apply_override(raw, assignment)
-    return _build(Config, raw, "")
+    found = Problems() if problems is None else problems
+    config = _build(Config, raw, "", found)
+    if problems is None:
+        found.raise_any()
+    return config
+
+
+def _read_yaml_file(path: str) -> dict:
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path!r} not found")
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a WARC, a gzip file, a Latin-1 file: not a config
+        raise ConfigError(f"config file {path!r} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
+                          f"{exc.start}): expected a YAML config") from None
+    try:
+        raw = _parse_yaml(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path!r} is not valid YAML: {_yaml_problem(exc)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path!r}: expected a mapping at the top level")
+    return raw
 
 
 def load_config(
@@ -366,62 +469,200 @@ def load_config(
     for_train: bool = False,
 ) -> Config:
     """Read, override and validate a config; relative paths in it are taken from the config's folder.
+    Raises one ConfigError that holds every problem found.
 
     `for_train` checks the train section and its token shards instead of the curation run's inputs.
     """
-    config = read_config(path, overrides)
+    problems = Problems()
+    config = read_config(path, overrides, problems)
     base = Path(path).resolve().parent if path is not None else Path.cwd()
 
     if inputs:  # command-line inputs are relative to the working directory
         if len(config.sources) > 1:
-            raise ConfigError("--input needs a config with at most one source")
+            problems.found.append("--input needs a config with at most one source")
         name = config.sources[0].name if config.sources else "web"
         config.sources = [Source(name=name, input=[os.path.abspath(p) for p in inputs])]
     else:
         for source in config.sources:
             source.input = [_resolve(p, base) for p in source.input]
-    if output:
+    if output is not None:
         config.output = output
-    elif path is not None and not os.path.isabs(config.output) and "://" not in config.output:
+    if not config.output.strip():
+        problems.found.append("output: empty; give a folder or an s3:// URI")
+    elif path is not None and output is None and not os.path.isabs(config.output) and "://" not in config.output:
         config.output = str(Path.cwd() / config.output)
 
     if for_train:
-        _check_train(config)
+        problems.check(_check_train, config)
     else:
-        _check(config, base)
+        _check(config, base, problems)
+    problems.raise_any()
     return config
 
 
-def _check(config: Config, base: Path) -> None:
+# The ranges of the curation config's numbers (null, where allowed, is always accepted).
+_FRACTION = ("a number in [0, 1]", lambda v: 0 <= v <= 1)
+_ABOVE_0 = ("a number above 0", lambda v: v > 0)
+_AT_LEAST_0 = ("a number >= 0", lambda v: v >= 0)
+_POSITIVE_INT = ("a positive integer", lambda v: v >= 1)
+RANGES = {
+    "ray.num_cpus": _POSITIVE_INT,  # 0: Ray would wait for ever for a CPU to run the first task on
+    "ray.node_lost_timeout_s": _ABOVE_0,
+    "ray.node_lost_retries": _AT_LEAST_0,
+    "ray.resource_wait_s": _AT_LEAST_0,
+    "read.batch_size": _POSITIVE_INT,
+    "read.max_payload_mb": _ABOVE_0,
+    "extract.timeout_s": _ABOVE_0,
+    "extract.max_html_mb": _ABOVE_0,
+    "language.threshold": _FRACTION,
+    "language.short_text_chars": _AT_LEAST_0,
+    "quality.min_words": _AT_LEAST_0,
+    "quality.max_words": _POSITIVE_INT,
+    "quality.min_mean_word_length": _AT_LEAST_0,
+    "quality.max_mean_word_length": _ABOVE_0,
+    "quality.max_symbol_word_ratio": _FRACTION,
+    "quality.max_bullet_lines_ratio": _FRACTION,
+    "quality.max_ellipsis_lines_ratio": _FRACTION,
+    "quality.min_alpha_words_ratio": _FRACTION,
+    "quality.min_stop_words": _AT_LEAST_0,
+    "repetition.dup_para_frac": _FRACTION,
+    "repetition.dup_para_char_frac": _FRACTION,
+    "repetition.dup_line_frac": _FRACTION,
+    "repetition.dup_line_char_frac": _FRACTION,
+    "dedup.num_perm": _POSITIVE_INT,
+    "dedup.shingle_words": _POSITIVE_INT,
+    "dedup.threshold": _FRACTION,
+    "dedup.bands": _POSITIVE_INT,
+    "dedup.rows": _POSITIVE_INT,
+    "dedup.shards": _POSITIVE_INT,
+    "mixture.budget_tokens": _POSITIVE_INT,
+    "mixture.max_passes": _ABOVE_0,
+    "tokenizer.batch_size": _POSITIVE_INT,
+    "packing.seq_len": _POSITIVE_INT,
+    "packing.sequences_per_shard": _POSITIVE_INT,
+}
+MIN_MAX = [("quality.min_words", "quality.max_words"),
+           ("quality.min_mean_word_length", "quality.max_mean_word_length")]
+CHOICES = {
+    "extract.method": EXTRACT_METHODS,
+    "extract.favor": ("balanced", "precision", "recall"),
+    "language.method": LANGUAGE_METHODS,
+    "classifier.kind": ("naive_bayes", "fasttext", "none"),
+    "dedup.verify": ("exact", "estimated", "none"),
+    "tokenizer.engine": ("auto", "tokenizers"),
+    "packing.remainder": ("drop", "pad"),
+}
+
+
+def _value(config: Config, key: str):
+    value = config
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _check_range(config: Config, key: str) -> None:
+    wording, accepts = RANGES[key]
+    value = _value(config, key)
+    if value is not None and not accepts(value):
+        raise ConfigError(f"{key}: expected {wording}, got {value!r}")
+
+
+def _check_min_max(config: Config, low: str, high: str) -> None:
+    if _value(config, low) > _value(config, high):
+        raise ConfigError(f"{high}: expected at least {low} ({_value(config, low)}), got {_value(config, high)}")
+
+
+def _check(config: Config, base: Path, problems: Problems) -> None:
+    """Every check of a curation run's config, each problem into `problems`."""
+    _check_sources(config, problems)
+    for key, allowed in CHOICES.items():
+        problems.check(_choices, _value(config, key), allowed, key)
+    for key in RANGES:
+        problems.check(_check_range, config, key)
+    for low, high in MIN_MAX:
+        problems.check(_check_min_max, config, low, high)
+    problems.check(_check_language, config, base)
+    problems.check(_check_classifier, config, base)
+    problems.check(_check_dedup, config)
+    for name in ("filter", "encode"):
+        problems.check(_check_resources, config, name)
+    problems.check(_check_output, config)
+    problems.check(_check_tokens, config, base)
+
+
+def _check_sources(config: Config, problems: Problems) -> None:
     if not config.sources:
-        raise ConfigError("sources: at least one source with input is needed")
+        problems.found.append("sources: at least one source with input is needed")
     names = [s.name for s in config.sources]
     if len(set(names)) != len(names):
-        raise ConfigError(f"sources: names must be unique, got {names}")
+        problems.found.append(f"sources: names must be unique, got {names}")
+    owners: dict[str, int] = {}  # input file -> index of the first source that lists it
     for i, source in enumerate(config.sources):
-        if not source.input:
-            raise ConfigError(f"sources[{i}].input: no input given")
-        files = expand_inputs(source.input, config.storage)
-        curated = [f.endswith(".parquet") for f in files]
-        if any(curated) and not all(curated):
-            raise ConfigError(f"sources[{i}].input: give either crawls (WARC/ARC) or curated .parquet files, not both")
-        for f in files if all(curated) else ():
-            from pipeline.storage import parquet_file
-
-            schema = parquet_file(f, config.storage).schema_arrow
-            if "text" not in schema.names or not pa.types.is_string(schema.field("text").type):
-                raise ConfigError(f"sources[{i}].input: {f!r} has no string column 'text' (expected docs/*.parquet)")
+        problems.check(_check_source_input, config, i, owners)
         if source.weight < 0:
-            raise ConfigError(f"sources[{i}].weight: expected a number >= 0, got {source.weight}")
-    if not sum(s.weight for s in config.sources) > 0:
-        raise ConfigError("sources: at least one weight must be above 0")
-    _choices(config.extract.method, EXTRACT_METHODS, "extract.method")
-    _choices(config.extract.favor, ("balanced", "precision", "recall"), "extract.favor")
-    _choices(config.language.method, ("fasttext", "stopwords", "fasttext+stopwords"), "language.method")
-    _choices(config.tokenizer.engine, ("auto", "tokenizers"), "tokenizer.engine")
-    _choices(config.classifier.kind, ("naive_bayes", "fasttext", "none"), "classifier.kind")
-    if not 0 <= config.language.threshold <= 1:
-        raise ConfigError(f"language.threshold: expected a number in [0, 1], got {config.language.threshold}")
+            problems.found.append(f"sources[{i}].weight: expected a number >= 0, got {source.weight}")
+    if config.sources and not sum(s.weight for s in config.sources) > 0:
+        problems.found.append("sources: at least one weight must be above 0")
+
+
+def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
+    source = config.sources[i]
+    if not source.input:
+        raise ConfigError(f"sources[{i}].input: no input given")
+    files = expand_inputs(source.input, config.storage)
+    for f in files:
+        first = owners.setdefault(f, i)
+        if first != i:  # its documents would count for one source only, silently
+            raise ConfigError(f"sources[{i}].input: {f!r} is also an input of sources[{first}] "
+                              f"({config.sources[first].name!r}); list each file under one source")
+    curated = [f.endswith(".parquet") for f in files]
+    if any(curated) and not all(curated):
+        raise ConfigError(f"sources[{i}].input: give either crawls (WARC/ARC) or curated .parquet files, not both")
+    for f in files if all(curated) else ():
+        from pipeline.storage import parquet_file
+
+        schema = parquet_file(f, config.storage).schema_arrow
+        text = schema.field("text").type if "text" in schema.names else pa.null()
+        if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
+            raise ConfigError(f"sources[{i}].input: {f!r} has no string column 'text' (expected docs/*.parquet)")
+
+
+def _fasttext_labels(key: str, path: str) -> list[str]:
+    """The labels of the fastText model at `path`, loaded here as each worker will load it."""
+    from stages.langid import fasttext_labels
+
+    try:
+        return fasttext_labels(path)
+    except ValueError:  # fasttext's "has wrong file format!"
+        raise ConfigError(f"{key}: {path!r} is not a fastText model (it does not load)") from None
+
+
+def _check_language(config: Config, base: Path) -> None:
+    language = config.language
+    if language.model_path is not None:
+        language.model_path = _resolve(language.model_path, base)
+        if not os.path.isfile(language.model_path):
+            raise ConfigError(f"language.model_path: file {language.model_path!r} not found")
+    if language.method != "stopwords":
+        path = language.model_path or default_lid_model_path()
+        labels = _fasttext_labels("language.model_path", path)
+        unknown = [code for code in language.languages if code not in labels]
+        if unknown:
+            raise ConfigError(f"language.languages: {unknown[0]!r} is not a language of the fastText model "
+                              f"{os.path.basename(path)!r} (it has {len(labels)}, e.g. {', '.join(labels[:5])})")
+    if language.method == "stopwords" or language.short_text_chars > 0:
+        unknown = [code for code in language.languages if code not in STOP_WORDS]
+        if language.method == "stopwords" and unknown:
+            raise ConfigError(f"language.languages: {unknown[0]!r} is not a language of the stop-word detector "
+                              f"({', '.join(STOP_WORDS)})")
+        if unknown and language.method == "fasttext+stopwords":
+            raise ConfigError(f"language.languages: {unknown[0]!r} has no stop-word list ({', '.join(STOP_WORDS)}), so "
+                              f"its texts under language.short_text_chars would all be rejected; set "
+                              f"language.method: fasttext, or short_text_chars: 0")
+
+
+def _check_classifier(config: Config, base: Path) -> None:
     classifier = config.classifier
     classifier.good_examples = [_resolve(p, base) for p in classifier.good_examples]
     classifier.bad_examples = [_resolve(p, base) for p in classifier.bad_examples]
@@ -439,39 +680,41 @@ def _check(config: Config, base: Path) -> None:
         classifier.model_path = _resolve(classifier.model_path, base)
         if not os.path.isfile(classifier.model_path):
             raise ConfigError(f"classifier.model_path: file {classifier.model_path!r} not found")
-    if config.language.model_path is not None:
-        config.language.model_path = _resolve(config.language.model_path, base)
-        if not os.path.isfile(config.language.model_path):
-            raise ConfigError(f"language.model_path: file {config.language.model_path!r} not found")
+        labels = _fasttext_labels("classifier.model_path", classifier.model_path)
+        if classifier.label.removeprefix("__label__") not in labels:
+            raise ConfigError(f"classifier.label: {classifier.label!r} is not a label of {classifier.model_path!r} "
+                              f"(it has {', '.join(labels[:5])}{', ...' if len(labels) > 5 else ''})")
+        if classifier.threshold is not None and not 0 <= classifier.threshold <= 1:
+            raise ConfigError(f"classifier.threshold: expected a probability in [0, 1] for fasttext, "
+                              f"got {classifier.threshold}")
+
+
+def _check_dedup(config: Config) -> None:
     dedup = config.dedup
-    _choices(dedup.verify, ("exact", "estimated", "none"), "dedup.verify")
     if (dedup.bands is None) != (dedup.rows is None):
         raise ConfigError("dedup.bands and dedup.rows: give both or neither")
     if dedup.bands is not None and dedup.bands * dedup.rows > dedup.num_perm:
         raise ConfigError(f"dedup.bands * dedup.rows must be at most dedup.num_perm ({dedup.num_perm})")
-    for key in ("num_perm", "shingle_words", "shards"):
-        if getattr(dedup, key) < 1:
-            raise ConfigError(f"dedup.{key}: expected a positive integer")
-    if config.output.startswith("s3://"):
+
+
+def _check_resources(config: Config, name: str) -> None:
+    settings = getattr(config.resources, name)
+    if not settings.num_cpus > 0 or (settings.memory_mb or 1) < 1 or (settings.concurrency or 1) < 1:
+        raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
+    if settings.max_retries < -1:
+        raise ConfigError(f"resources.{name}.max_retries: expected -1 (no limit), 0 or more, got {settings.max_retries}")
+
+
+def _check_output(config: Config) -> None:
+    output = config.output
+    if not output.strip():
+        return  # said by load_config
+    if output.startswith("s3://"):
         _check_s3_output(config)
-    elif "://" in config.output:
-        raise ConfigError(f"output {config.output!r}: expected a local path or an s3:// URI")
+    elif re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", output):  # s3:/bucket or gs://bucket: not a folder name
+        raise ConfigError(f"output {output!r}: expected a local path or an s3:// URI (s3://bucket/prefix)")
     else:
         _check_local_output(config)
-    if config.read.batch_size < 1:
-        raise ConfigError("read.batch_size: expected a positive integer")
-    for name in ("filter", "encode"):
-        settings = getattr(config.resources, name)
-        if not settings.num_cpus > 0 or (settings.memory_mb or 1) < 1 or (settings.concurrency or 1) < 1:
-            raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
-        if settings.max_retries < -1:
-            raise ConfigError(f"resources.{name}.max_retries: expected -1 (no limit), 0 or more, got {settings.max_retries}")
-    if config.ray.node_lost_timeout_s is not None and not config.ray.node_lost_timeout_s > 0:
-        raise ConfigError(f"ray.node_lost_timeout_s: expected a number of seconds above 0, or null, "
-                          f"got {config.ray.node_lost_timeout_s}")
-    if config.ray.node_lost_retries < 0:
-        raise ConfigError(f"ray.node_lost_retries: expected 0 or more, got {config.ray.node_lost_retries}")
-    _check_tokens(config, base)
 
 
 def _check_s3_output(config: Config) -> None:
@@ -536,15 +779,7 @@ def _check_train(config: Config) -> None:
 
 
 def _check_tokens(config: Config, base: Path) -> None:
-    mixture, tokenizer, packing = config.mixture, config.tokenizer, config.packing
-    if mixture.budget_tokens is not None and mixture.budget_tokens < 1:
-        raise ConfigError("mixture.budget_tokens: expected a positive integer or null")
-    if mixture.max_passes <= 0:
-        raise ConfigError("mixture.max_passes: expected a number above 0")
-    _choices(packing.remainder, ("drop", "pad"), "packing.remainder")
-    for section, key in (("packing", "seq_len"), ("packing", "sequences_per_shard"), ("tokenizer", "batch_size")):
-        if getattr(getattr(config, section), key) < 1:
-            raise ConfigError(f"{section}.{key}: expected a positive integer")
+    tokenizer = config.tokenizer
     if tokenizer.path is None:
         if tokenizer.vocab_size < 258:  # the 256 byte tokens and the two special tokens
             raise ConfigError("tokenizer.vocab_size: expected at least 258")

@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable
 
@@ -22,7 +22,7 @@ try:  # Ray Data's hook into each execution's scheduling loop (DataProgress)
 except ImportError:
     _ExecutionCallback = object
 
-from pipeline.config import RayConfig
+from pipeline.config import ConfigError, RayConfig, ResourcesConfig
 from pipeline.storage import open_input
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
@@ -61,6 +61,53 @@ def start_ray(settings: RayConfig) -> None:
     # Every Ray Data execution tells NodeWatch when it makes progress.
     if _ExecutionCallback is not object and DataProgress not in context.custom_execution_callback_classes:
         context.custom_execution_callback_classes.append(DataProgress)
+
+
+def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: float = 2.0) -> None:
+    """Before any work: some node of the cluster can run a task of each pass (resources.filter, .encode);
+    else Ray would wait for ever. A joined cluster (which an autoscaler may grow) gets `resource_wait_s`
+    to have such a node; then, as at once on an embedded Ray, ConfigError names the key and the nodes."""
+    joined = bool(settings.address or os.environ.get("RAY_ADDRESS"))
+    deadline = time.monotonic() + (settings.resource_wait_s if joined else 0.0)
+    said = False
+    while True:
+        nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
+        unmet = [name for name in ("filter", "encode") if not any(_fits(getattr(resources, name), node)
+                                                                      for node in nodes)]
+        if not unmet:
+            return
+        key, asked = _unmet_request(f"resources.{unmet[0]}", getattr(resources, unmet[0]), nodes)
+        if time.monotonic() >= deadline:
+            waited = f" after waiting {settings.resource_wait_s:g} s (ray.resource_wait_s)" if joined else ""
+            raise ConfigError(f"{key}: a task asks for {asked}, which no node of the cluster has{waited} "
+                              f"(cluster: {_describe_nodes(nodes)})")
+        if not said:
+            log.warning("%s: waiting up to %g s (ray.resource_wait_s) for a node with %s (cluster: %s)", key,
+                        settings.resource_wait_s, asked, _describe_nodes(nodes))
+            said = True
+        time.sleep(poll_s)
+
+
+def _fits(settings, node: dict) -> bool:
+    memory = (settings.memory_mb or 0) * 1024 * 1024
+    return node.get("CPU", 0) >= settings.num_cpus and node.get("memory", 0) >= memory
+
+
+def _unmet_request(key: str, settings, nodes: list[dict]) -> tuple[str, str]:
+    """The key of a request no node fits, and the request in words."""
+    cpus = f"{settings.num_cpus:g} CPUs"
+    if not any(node.get("CPU", 0) >= settings.num_cpus for node in nodes) or not settings.memory_mb:
+        return f"{key}.num_cpus", cpus
+    memory = f"{settings.memory_mb} MB of memory"
+    if not any(node.get("memory", 0) >= settings.memory_mb * 1024 * 1024 for node in nodes):
+        return f"{key}.memory_mb", memory
+    return key, f"{cpus} and {memory} on one node"
+
+
+def _describe_nodes(nodes: list[dict]) -> str:
+    shapes = Counter((node.get("CPU", 0), int(node.get("memory", 0) // 2**20)) for node in nodes)
+    return ", ".join(f"{count} node{'s' * (count > 1)} of {cpus:g} CPUs and {memory:,} MB of memory"
+                     for (cpus, memory), count in sorted(shapes.items())) or "no node"
 
 
 @ray.remote(num_cpus=0)

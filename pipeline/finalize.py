@@ -42,7 +42,7 @@ def write_part(rows: pa.Table, verdicts: pa.Table, out: str) -> pa.Table:
     """map_groups op: all rows of one input file in, its docs and rejects parts written, its counts out."""
     rows = rows.sort_by("order")
     file_index = rows["order"][0].as_py() >> 40
-    rows = _apply_verdicts(rows, verdicts)
+    rows = _with_quality_score(_apply_verdicts(rows, verdicts))
     is_document = pc.invert(pc.fill_null(pc.equal(rows["stage"], NOT_DOCUMENT), False))
     documents = rows.filter(is_document)
     kept = documents.filter(pc.is_null(documents["stage"])).select(DOC_COLUMNS)
@@ -61,6 +61,13 @@ def write_part(rows: pa.Table, verdicts: pa.Table, out: str) -> pa.Table:
         "rejected_by_reason": dict(Counter(rejected["reason"].to_pylist())),
     }
     return pa.table({"file_index": [file_index], "records": [rows.num_rows], "counts": [json.dumps(counts)]})
+
+
+def _with_quality_score(rows: pa.Table) -> pa.Table:
+    """docs/ has one schema whatever the config: without a classifier (classifier.kind: none) the score is null."""
+    if "quality_score" in rows.column_names:
+        return rows
+    return rows.append_column("quality_score", pa.nulls(rows.num_rows, pa.float64()))
 
 
 def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:

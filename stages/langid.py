@@ -59,6 +59,14 @@ def load_fasttext_model(path: str):
     return model
 
 
+def fasttext_labels(path: str) -> list[str]:
+    """The labels (without "__label__") of the fastText model at `path`, loading it as a worker would;
+    raises ValueError when the file is not a fastText model."""
+    model = load_fasttext_model(path)
+    # k=-1 with a threshold below 0 lists every label, even those the text gives no probability.
+    return sorted(label.removeprefix("__label__") for _, label in model.f.predict("\n", -1, -1.0, "strict"))
+
+
 def fasttext_predict(model, text: str, k: int = 1) -> list[tuple[str, float]]:
     """Top-k (label without "__label__", probability) for one text.
 

@@ -1,0 +1,95 @@
+"""Every documented choice of every config key (README's config table) runs the whole belt on the bundled
+sample: four runs, each with several choices, each run's manifest checked."""
+import logging
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import ray
+import yaml
+
+from pipeline import belt
+from pipeline.config import RayConfig, load_config
+from pipeline.engine import start_ray
+from pipeline.finalize import DOC_COLUMNS
+from stages.langid import default_lid_model_path
+from stages.tokens import train_bpe
+from tests.helpers import CRAWL_SAMPLE
+
+ROOT = Path(__file__).resolve().parents[1]
+WARCS = ROOT / "tests" / "fixtures" / "warc"
+
+# Each run: (the choices, as --set overrides), plus what else it brings.
+RUNS = {
+    "trafilatura": ["extract.method=trafilatura", "extract.fast=false", "extract.favor=balanced",
+                    "language.method=fasttext+stopwords", "classifier.kind=naive_bayes", "dedup.verify=exact",
+                    "tokenizer.engine=auto", "packing.remainder=drop", "packing.shuffle=true"],
+    "resiliparse": ["extract.method=resiliparse", "extract.fast=true", "extract.favor=precision",
+                    "language.method=fasttext", "classifier.kind=fasttext", "classifier.label=__label__en",
+                    f"classifier.model_path={default_lid_model_path()}", "classifier.threshold=0.5",
+                    "dedup.verify=estimated", "dedup.exact=false", "quality.enabled=false",
+                    "tokenizer.engine=tokenizers", "packing.remainder=pad", "packing.shuffle=false"],
+    "resiliparse-clean": ["extract.method=resiliparse-clean", "extract.favor=recall", "language.method=stopwords",
+                          "classifier.kind=none", "dedup.verify=none", "dedup.near=false",
+                          "repetition.enabled=false", "mixture.budget_tokens=20000"],
+    "trafilatura+resiliparse": ["extract.method=trafilatura+resiliparse", "extract.include_tables=false",
+                                "extract.include_comments=true", "language.languages=[]",
+                                "classifier.threshold=-5", "dedup.bands=16", "dedup.rows=4"],
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def embedded_ray():
+    start_ray(RayConfig(num_cpus=2))
+    yield
+    ray.shutdown()
+
+
+def flat(section: dict, prefix="") -> dict:
+    out = {}
+    for key, value in section.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
+    overrides = list(RUNS[name]) + ["packing.seq_len=128"]
+    if name in ("resiliparse-clean", "trafilatura+resiliparse"):
+        # A second source of curated Parquet whose text is large_string (Polars' default).
+        texts = pa.array(CRAWL_SAMPLE * 3, pa.large_string())
+        pq.write_table(pa.table({"text": texts}), tmp_path / "polars.parquet")
+        overrides.append(f"sources=[{{name: web, input: ['{WARCS}/*']}}, "
+                         f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5}}]")
+    if name == "trafilatura+resiliparse":
+        tokenizer = train_bpe(iter(CRAWL_SAMPLE * 20), 400, ["<|endoftext|>", "<|pad|>"])
+        tokenizer.save(str(tmp_path / "tokenizer.json"))
+        overrides.append(f"tokenizer.path={tmp_path / 'tokenizer.json'}")
+    config = load_config(str(ROOT / "configs" / "local.yaml"), overrides=overrides, output=str(tmp_path / "out"))
+    with caplog.at_level(logging.INFO, logger="crawlbelt"):
+        manifest = belt.run(config)
+
+    chosen = flat(manifest["config"])
+    for assignment in RUNS[name]:
+        key, value = assignment.split("=", 1)
+        assert chosen[key] == yaml.safe_load(value), (key, chosen[key])
+    assert manifest["invariants"] and all(manifest["invariants"].values()), manifest["invariants"]
+    assert manifest["counts"]["kept"] > 0 and manifest["tokens"]["sequences"] > 0
+    docs = [pq.read_table(tmp_path / "out" / path) for path in manifest["outputs"]["docs"]]
+    assert all(table.schema.names == DOC_COLUMNS for table in docs)
+    assert all(table.schema.field("quality_score").type == pa.float64() for table in docs)
+    scores = [s for table in docs for s in table["quality_score"].to_pylist()]
+    assert (set(scores) == {None}) == (name == "resiliparse-clean")  # classifier.kind: none scores nothing
+    sources = {row["source"]: row for row in manifest["mixture"]["table"]}
+    if "old" in sources:
+        assert sources["old"]["documents"] == len(CRAWL_SAMPLE) * 3 and manifest["tokens"]["tokens_per_source"]["old"]
+    lines = [record.getMessage() for record in caplog.records if record.name == "crawlbelt"]
+    assert not any(line.endswith("None s") for line in lines), lines
+    if name == "resiliparse":
+        assert manifest["tokens"]["encoded_with"].startswith("tokenizers")
+        # exact dedup and the quality rules are off: their log lines say they did not run
+        assert any(line.startswith("exact_dedup: ") and line.endswith("did not run") for line in lines), lines
