@@ -98,6 +98,9 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     try:
         manifest = belt.run(config)
+    except KeyboardInterrupt:
+        print(interrupted_line(config), file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
@@ -131,6 +134,12 @@ def main(argv=None) -> int:
           f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
           f"report: {config.output.rstrip('/')}/report.html")
     return 0
+
+
+def interrupted_line(config) -> str:
+    if config.output.startswith("s3://") and config.storage.staging is None:
+        return "crawlbelt: interrupted; a rerun starts over (an s3:// output is resumable only with storage.staging)"
+    return "crawlbelt: interrupted; run the same command again to resume (the filter pass's finished files are kept)"
 
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)

@@ -23,6 +23,11 @@ class ConfigError(Exception):
     """A config problem, in one line."""
 
 
+# Ray refuses a smaller object store when it starts (ray._private.ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES,
+# 75 MiB); checked here so that the refusal comes before the output is touched.
+RAY_OBJECT_STORE_MIN_MB = 75
+
+
 @dataclass
 class Source:
     name: str = "web"
@@ -471,6 +476,9 @@ def _check(config: Config, base: Path) -> None:
                           f"got {config.ray.node_lost_timeout_s}")
     if config.ray.node_lost_retries < 0:
         raise ConfigError(f"ray.node_lost_retries: expected 0 or more, got {config.ray.node_lost_retries}")
+    if config.ray.object_store_mb < RAY_OBJECT_STORE_MIN_MB:
+        raise ConfigError(f"ray.object_store_mb: Ray's minimum is {RAY_OBJECT_STORE_MIN_MB}, "
+                          f"got {config.ray.object_store_mb}")
     _check_tokens(config, base)
 
 
