@@ -63,10 +63,14 @@ def parse_args(argv):
 def write_report(out_dir: str, output: str | None) -> int:
     from pipeline import report
 
-    if not (Path(out_dir) / "manifest.json").is_file():
-        print(f"report: {out_dir!r} holds no manifest.json (not a crawlbelt output)", file=sys.stderr)
+    try:
+        print(f"report: {report.write(Path(out_dir), Path(output) if output else None)}")
+    except report.ManifestError as exc:
+        print(f"report: {exc}", file=sys.stderr)
         return 2
-    print(f"report: {report.write(Path(out_dir), Path(output) if output else None)}")
+    except OSError as exc:
+        print(f"report: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
     return 0
 
 
