@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from ray._private import ray_constants
 
-from pipeline.config import RAY_OBJECT_STORE_MIN_MB
+from pipeline.cli import interrupted_line
+from pipeline.config import RAY_OBJECT_STORE_MIN_MB, Config, StorageConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = ["--set", "ray.num_cpus=2"]
@@ -126,3 +127,13 @@ def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run,
     assert files_under(out / "docs") == files_under(finished_run / "docs")
     assert json.loads((out / "manifest.json").read_text())["counts"] == \
         json.loads((finished_run / "manifest.json").read_text())["counts"]
+
+
+@pytest.mark.parametrize("output, staging, resumes", [
+    ("out/run", None, True),
+    ("s3://bucket/run", "/shared/staging", True),
+    ("s3://bucket/run", None, False),  # built in a new temporary folder each time
+])
+def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resumes):
+    line = interrupted_line(Config(output=output, storage=StorageConfig(staging=staging)))
+    assert line.startswith("crawlbelt: interrupted; ") and (line == INTERRUPTED) == resumes
