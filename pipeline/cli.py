@@ -70,14 +70,14 @@ def parse_args(argv):
 def write_report(out_dir: str, output: str | None) -> int:
     from pipeline import report
 
-    if not (Path(out_dir) / "manifest.json").is_file():
-        from pipeline.storage import MARKER
-
-        why = ("the run there did not complete (it was interrupted or failed); rerun it"
-               if (Path(out_dir) / MARKER).is_file() else "not a crawlbelt output")
-        print(f"report: {out_dir!r} holds no manifest.json: {why}", file=sys.stderr)
+    try:
+        print(f"report: {report.write(Path(out_dir), Path(output) if output else None)}")
+    except report.ManifestError as exc:
+        print(f"report: {exc}", file=sys.stderr)
         return 2
-    print(f"report: {report.write(Path(out_dir), Path(output) if output else None)}")
+    except OSError as exc:
+        print(f"report: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -115,6 +115,9 @@ def main(argv=None) -> int:
     except ConfigError as exc:  # found once Ray is up: a task that no node of the cluster can run
         print(f"config error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(interrupted_line(config), file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
     except belt.OutputError as exc:
         print(f"output error: {exc}", file=sys.stderr)
         return 2
@@ -195,6 +198,12 @@ def output_plan(config) -> str:
 
     kind = output_kind(config.output, config.storage)
     return "a new output" if kind == "empty" else f"replaces the earlier crawlbelt output there (a {kind})"
+
+
+def interrupted_line(config) -> str:
+    if config.output.startswith("s3://") and config.storage.staging is None:
+        return "crawlbelt: interrupted; a rerun starts over (an s3:// output is resumable only with storage.staging)"
+    return "crawlbelt: interrupted; run the same command again to resume (the filter pass's finished files are kept)"
 
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)

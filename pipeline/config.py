@@ -51,6 +51,11 @@ class Problems:
             raise ConfigError(*dict.fromkeys(self.found))
 
 
+# Ray refuses a smaller object store when it starts (ray._private.ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES,
+# 75 MiB); checked here so that the refusal comes before the output is touched.
+RAY_OBJECT_STORE_MIN_MB = 75
+
+
 @dataclass
 class Source:
     name: str = "web"
@@ -507,6 +512,7 @@ _AT_LEAST_0 = ("a number >= 0", lambda v: v >= 0)
 _POSITIVE_INT = ("a positive integer", lambda v: v >= 1)
 RANGES = {
     "ray.num_cpus": _POSITIVE_INT,  # 0: Ray would wait for ever for a CPU to run the first task on
+    "ray.object_store_mb": (f"at least {RAY_OBJECT_STORE_MIN_MB} (Ray's minimum)", lambda v: v >= RAY_OBJECT_STORE_MIN_MB),
     "ray.node_lost_timeout_s": _ABOVE_0,
     "ray.node_lost_retries": _AT_LEAST_0,
     "ray.resource_wait_s": _AT_LEAST_0,

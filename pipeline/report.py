@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from pipeline import svg
 from pipeline.finalize import GLOBAL_STAGES, PER_DOCUMENT_STAGES
+from pipeline.storage import MARKER
 
 PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "tokens_pass"]
 STYLE = """
@@ -31,15 +32,42 @@ th { background: #f3f3f3; text-align: left; } td.n { text-align: right; font-var
 """
 
 
+# The manifest's keys every report reads: a JSON without them is not a crawlbelt run's manifest.
+MANIFEST_KEYS = ("counts", "invariants", "stages", "wall_seconds")
+
+
+class ManifestError(Exception):
+    """A folder without a crawlbelt run's manifest.json, in one line."""
+
+
+def read_manifest(out: Path) -> dict:
+    path = out / "manifest.json"
+    try:
+        manifest = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        why = ("the run there did not complete (it was interrupted or failed); rerun it"
+               if (out / MARKER).is_file() else "not a crawlbelt output")
+        raise ManifestError(f"{str(out)!r} holds no manifest.json: {why}") from None
+    except ValueError as exc:  # cut short, or not JSON at all
+        raise ManifestError(f"{str(path)!r} is not valid JSON ({exc}); is it whole?") from None
+    if not isinstance(manifest, dict) or not all(key in manifest for key in MANIFEST_KEYS):
+        raise ManifestError(f"{str(path)!r} is not a crawlbelt manifest (it lacks {', '.join(MANIFEST_KEYS)})")
+    return manifest
+
+
 def write(out: Path, path: Path | None = None) -> Path:
     """Write the report of the run in `out` (to out/report.html unless `path` is given); returns its path."""
     out = Path(out)
     path = Path(path) if path else out / "report.html"
-    page = render(json.loads((out / "manifest.json").read_text()), _read(out / "docs", ["lang", "quality_score"]),
+    page = render(read_manifest(out), _read(out / "docs", ["lang", "quality_score"]),
                   _read(out / "rejects", ["stage", "reason", "dup_of"]))
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # nothing is left behind, whatever failed
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc  # named by the page, not its temporary name
     return path
 
 

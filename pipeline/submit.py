@@ -53,6 +53,10 @@ def submit_command(args) -> int:
             print(f"submit: --env {name}: not set here", file=sys.stderr)
             return 2
         env_vars[name] = os.environ[name]
+    if not reachable(args.address):
+        print(f"submit: no Ray cluster answers at --address {args.address} (give the head's dashboard, "
+              "e.g. http://HEAD:8265)", file=sys.stderr)
+        return 2
     submission_id = args.submission_id or f"crawlbelt-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     command = [ray_executable(), "job", "submit", "--address", args.address, "--submission-id", submission_id,
                "--working-dir", str(working_dir)]
@@ -64,6 +68,18 @@ def submit_command(args) -> int:
     print(f"submit: job {submission_id}: {' '.join(entrypoint)}", flush=True)
     # `ray job submit` prints the job id and next steps; with --wait it streams the logs and exits 1 on failure.
     return subprocess.call(command)
+
+
+def reachable(address: str) -> bool:
+    """Whether the cluster's job server answers, asked as `ray job submit` first asks it (that command
+    answers an address where nothing listens with a long traceback)."""
+    from ray.job_submission import JobSubmissionClient  # imports Ray: only once the arguments are known to be good
+
+    try:
+        JobSubmissionClient(address)
+    except ConnectionError:
+        return False
+    return True
 
 
 def ray_executable() -> str:

@@ -1,0 +1,139 @@
+"""Mistakes and interruptions end in one line, not a traceback, with the right exit code and nothing written:
+the commands run as real subprocesses, on a real run's output, a real closed port and a real SIGINT."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ray._private import ray_constants
+
+from pipeline.cli import interrupted_line
+from pipeline.config import RAY_OBJECT_STORE_MIN_MB, Config, StorageConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = ["--set", "ray.num_cpus=2"]
+INTERRUPTED = ("crawlbelt: interrupted; run the same command again to resume "
+               "(the filter pass's finished files are kept)")
+
+
+def cli(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def run_command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "pipeline", "run", str(ROOT / "configs" / "local.yaml"), "--output", str(out),
+            *SETTINGS]
+
+
+def one_line(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr[-3000:]
+    return lines[0]
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """The bundled sample, run to the end without interruption."""
+    out = tmp_path_factory.mktemp("finished") / "out"
+    result = subprocess.run(run_command(out), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_object_store_below_rays_minimum_is_refused_before_anything_is_written(tmp_path):
+    assert RAY_OBJECT_STORE_MIN_MB * 1024 * 1024 == ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES
+    out = tmp_path / "out"
+    result = cli("run", str(ROOT / "configs" / "local.yaml"), "--output", str(out), "--set", "ray.object_store_mb=50")
+    assert result.returncode == 2
+    assert one_line(result) == "config error: ray.object_store_mb: expected at least 75 (Ray's minimum), got 50"
+    assert not out.exists()
+
+
+def test_submit_to_a_closed_port_is_one_line_naming_the_address(tmp_path):
+    config = tmp_path / "job.yaml"
+    config.write_text(f"sources: [{{name: web, input: [x.warc]}}]\noutput: {tmp_path / 'out'}\n")
+    with socket.socket() as closed:  # bound but not listening: connections to it are refused
+        closed.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        result = cli("submit", str(config), "--address", address)
+    assert result.returncode == 2
+    assert one_line(result).startswith(f"submit: no Ray cluster answers at --address {address} ")
+
+
+def _missing_folder(run: Path, tmp_path: Path) -> tuple[Path, Path]:
+    return run, tmp_path / "missing" / "dir" / "r.html"
+
+
+def _existing_folder(run: Path, tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "existing").mkdir()
+    return run, tmp_path / "existing"
+
+
+def _foreign_manifest(run: Path, tmp_path: Path) -> tuple[Path, None]:
+    (tmp_path / "webapp").mkdir()
+    (tmp_path / "webapp" / "manifest.json").write_text('{"name": "pwa"}')
+    return tmp_path / "webapp", None
+
+
+def _truncated_manifest(run: Path, tmp_path: Path) -> tuple[Path, None]:
+    (tmp_path / "cut").mkdir()
+    whole = (run / "manifest.json").read_bytes()
+    (tmp_path / "cut" / "manifest.json").write_bytes(whole[:len(whole) // 2])
+    return tmp_path / "cut", None
+
+
+@pytest.mark.parametrize("make_case, expected", [
+    (_missing_folder, "r.html: No such file or directory"),
+    (_existing_folder, "existing: Is a directory"),
+    (_foreign_manifest, "manifest.json' is not a crawlbelt manifest"),
+    (_truncated_manifest, "manifest.json' is not valid JSON"),
+])
+def test_report_mistakes_are_one_line_and_write_nothing(finished_run, tmp_path, make_case, expected):
+    out_dir, output = make_case(finished_run, tmp_path)
+    before, run_before = files_under(tmp_path), files_under(finished_run)
+    result = cli("report", str(out_dir), *(["--output", str(output)] if output else []))
+    assert result.returncode == 2
+    line = one_line(result)
+    assert line.startswith("report: ") and expected in line, line
+    assert files_under(tmp_path) == before and files_under(finished_run) == run_before
+
+
+def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run, tmp_path):
+    out = tmp_path / "out"
+    process = subprocess.Popen(run_command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    while not (out / "_work" / "filtered").exists():  # the filter pass has started
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to every process of the group
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == 130, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1] == INTERRUPTED and "Traceback" not in stderr, stderr[-3000:]
+
+    rerun = subprocess.run(run_command(out), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert files_under(out / "docs") == files_under(finished_run / "docs")
+    assert json.loads((out / "manifest.json").read_text())["counts"] == \
+        json.loads((finished_run / "manifest.json").read_text())["counts"]
+
+
+@pytest.mark.parametrize("output, staging, resumes", [
+    ("out/run", None, True),
+    ("s3://bucket/run", "/shared/staging", True),
+    ("s3://bucket/run", None, False),  # built in a new temporary folder each time
+])
+def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resumes):
+    line = interrupted_line(Config(output=output, storage=StorageConfig(staging=staging)))
+    assert line.startswith("crawlbelt: interrupted; ") and (line == INTERRUPTED) == resumes
