@@ -220,6 +220,10 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     log.info("tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
              "given" if config.tokenizer.path else "trained byte-level BPE", vocab_size, dtype.name, encoder.engine,
              seconds["tokenizer"])
+    warnings = []
+    if encoder.cleared:
+        _warn(warnings, f"tokenizer: the {' and '.join(encoder.cleared)} settings of {config.tokenizer.path} are "
+                        "ignored: each document is encoded whole, and packing places the pads (packing.remainder)")
 
     # Encode: every curated document once; the tokens wait in _work/encoded for packing.
     t = time.perf_counter()
@@ -238,8 +242,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
     budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
                                  config.mixture.budget_tokens, config.mixture.seed)
-    warnings = repetition_warnings(draws, config.mixture.max_passes)
-    for line in warnings:
+    mixture_warnings = repetition_warnings(draws, config.mixture.max_passes)
+    for line in mixture_warnings:
         log.warning("mixture: %s", line)
     occurrences = [m[d.draws] for m, d in zip(members, draws)]
     layouts = [stream_layout(packed_len[o], seq_tokens, pad) for o in occurrences]
@@ -284,6 +288,11 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     dropped = {name: lay.dropped for name, lay in zip(names, layouts)}
     log.info("pack: %d sequences of %d tokens in %d shards, %d tokens dropped, %d padded, %.1f s", total,
              seq_tokens, len(shard_rows), sum(dropped.values()), padding, seconds["pack"])
+    if not total:
+        drawn = sum(d.tokens_drawn for d in draws)
+        _warn(warnings, f"pack: no sequence written: {drawn} tokens drawn, fewer than one sequence of {seq_tokens} "
+                        f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad"
+                                                    if drawn else ""))
     checks = {
         "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
         "tokens in shards == tokens drawn - dropped":
@@ -295,7 +304,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "seed": config.mixture.seed,
             "max_passes": config.mixture.max_passes,
             "table": [d.row() for d in draws],
-            "warnings": warnings,
+            "warnings": mixture_warnings,
         },
         "tokens": {
             "seq_len": config.packing.seq_len,
@@ -312,10 +321,16 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "tokens_per_source": tokens_written,
             "dropped_tokens_per_source": dropped,
             "padding_tokens": padding,
+            "warnings": warnings,
         },
         "seconds": seconds,
         "checks": checks,
     }
+
+
+def _warn(warnings: list[str], line: str) -> None:
+    log.warning(line)
+    warnings.append(line)
 
 
 def _encode(curated, tokenizer_json, tokenizer, work, documents, resources, storage):
