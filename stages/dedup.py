@@ -87,17 +87,12 @@ def _normalize_kernel(data, offsets, char_class, out, out_offsets):
         end = offsets[text + 1]
         while i < end:
             b = data[i]
-            size = 1 if b < 0xC0 else (2 if b < 0xE0 else (3 if b < 0xF0 else 4))
-            size = min(size, end - i)
-            code = b if b < 0x80 else 0x80  # a stray continuation byte is kept
-            if size == 2:
-                code = ((b & 0x1F) << 6) | (data[i + 1] & 0x3F)
-            elif size == 3:
-                code = ((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
-            elif size == 4:
-                code = ((b & 0x07) << 18) | ((data[i + 1] & 0x3F) << 12) | ((data[i + 2] & 0x3F) << 6) | (
-                    data[i + 3] & 0x3F)
-            kind = char_class[min(code, 0x10FFFF)]
+            size = 1
+            if b < 0x80:
+                kind = char_class[b]
+            else:
+                size, code = _decode_utf8(data, i, end)
+                kind = char_class[code]
             if kind == _WORD_BREAK:
                 pending_space = n > start
             elif kind != _REMOVED:
@@ -105,11 +100,29 @@ def _normalize_kernel(data, offsets, char_class, out, out_offsets):
                     out[n] = 32
                     n += 1
                     pending_space = False
-                for k in range(size):
-                    out[n] = _LOWER_ASCII[data[i + k]]
+                if size == 1:
+                    out[n] = _LOWER_ASCII[b]
                     n += 1
+                else:
+                    for k in range(size):
+                        out[n] = data[i + k]
+                        n += 1
             i += size
         out_offsets[text + 1] = n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _decode_utf8(data, i, end):
+    """(bytes, code point) of the character whose first byte is data[i] >= 0x80; a stray or cut-off byte
+    is one byte of its own class (code point 0x80: kept)."""
+    b = np.int64(data[i])
+    size = 2 if 0xC0 <= b < 0xE0 else (3 if 0xE0 <= b < 0xF0 else (4 if 0xF0 <= b < 0xF8 else 1))
+    if size == 1 or i + size > end:
+        return 1, 0x80
+    code = b & (0x1F if size == 2 else (0x0F if size == 3 else 0x07))
+    for k in range(1, size):
+        code = (code << 6) | (np.int64(data[i + k]) & 0x3F)
+    return size, min(code, 0x10FFFF)
 
 
 def shard_of_hex(keys: pa.Array, shards: int) -> pa.Array:
