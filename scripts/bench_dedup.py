@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -267,7 +268,7 @@ def realhtml_benchmark() -> dict:
     from pipeline import dedup
     from pipeline.config import RayConfig, load_config
     from pipeline.engine import start_ray
-    from stages.dedup import MinHasher
+    from stages.dedup import FORMAT, WHITE_SPACE, MinHasher
 
     truth = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
     if not truth.exists():
@@ -292,8 +293,15 @@ def realhtml_benchmark() -> dict:
     verdicts, _ = dedup.run(ray.data.from_arrow(table), config, work)
     ray.shutdown()
     stages = verdicts["stage"].to_pylist()
+    wide_spaces = {chr(c) for first, last in WHITE_SPACE for c in range(first, last + 1)} - set(" \t\n\v\f\r\xa0")
+    formats = {chr(c) for first, last in FORMAT for c in range(first, last + 1)}
     return {"texts": len(texts), "characters": sum(map(len, texts)), "hashing_cpu_seconds": round(hashing, 3),
             "texts_per_cpu_second": round(len(texts) / hashing),
+            # texts that today's normalization reads differently from the older lowercase-and-ASCII-spaces one
+            "texts_not_nfkc": sum(not unicodedata.is_normalized("NFKC", t) for t in texts),
+            "texts_with_other_unicode_spaces": sum(not wide_spaces.isdisjoint(t) for t in texts),
+            "texts_with_format_characters": sum(not formats.isdisjoint(t) for t in texts),
+            "texts_casefold_not_lower": sum(t.casefold() != t.lower() for t in texts),
             "exact_duplicates": stages.count("exact_dedup"), "near_duplicates": stages.count("near_dedup"),
             "duplicates": sorted(zip(verdicts["order"].to_pylist(), verdicts["dup_of"].to_pylist(), stages))}
 
