@@ -18,8 +18,9 @@ import ray
 
 from pipeline.config import DedupConfig
 from pipeline.engine import collect, parquet_dataset
-from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_duplicates, optimal_bands, pair_agreements,
-                          pair_jaccards, recall_bands, resolve_roots, sha1_keys, shard_of_hex, union_edges)
+from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_duplicates, normalize, optimal_bands,
+                          pair_agreements, pair_jaccards, recall_bands, resolve_roots, sha1_of_normalized, shard_of_hex,
+                          union_edges)
 
 VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()),
                             ("dup_of", pa.string())])
@@ -59,10 +60,11 @@ def run(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> tuple[pa.Ta
 
 def _hash_batch(batch: pa.Table, exact: bool, hasher: MinHasher | None) -> pa.Table:
     columns = {"order": batch["order"], "id": batch["id"]}
+    normalized = normalize(batch["text"])  # once for both stages
     if exact:
-        columns["key"] = pa.array(sha1_keys(batch["text"]), pa.string())
+        columns["key"] = pa.array(sha1_of_normalized(normalized), pa.string())
     if hasher is not None:
-        signatures = hasher.signatures(batch["text"])
+        signatures = hasher.signatures_of_normalized(normalized)
         columns["signature"] = pa.FixedSizeListArray.from_arrays(pa.array(signatures.ravel()), hasher.num_perm)
     return pa.table(columns)
 

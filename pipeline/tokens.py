@@ -36,7 +36,8 @@ from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
 
 log = logging.getLogger("crawlbelt")
-SHARD_SCHEMA = pa.schema([("shard", pa.int64()), ("sequences", pa.int64()), ("counts", pa.string())])
+SHARD_SCHEMA = pa.schema([("shard", pa.int64()), ("sequences", pa.int64()), ("counts", pa.string()),
+                          ("write_error", pa.string())])
 
 
 @dataclass
@@ -80,7 +81,9 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
         shutil.copyfile(config.tokenizer.path, tmp)  # honoured byte for byte
     else:
         special = [config.tokenizer.eos_token, config.tokenizer.pad_token]
-        train_bpe(_texts(curated, config.storage), config.tokenizer.vocab_size, special).save(str(tmp))
+        trained = train_bpe(_texts(curated, config.storage), config.tokenizer.vocab_size, special)
+        # Written by Python, not Tokenizer.save (same bytes): a full disk is then an OSError with its errno.
+        tmp.write_text(trained.to_str(pretty=True), encoding="utf-8")
     os.replace(tmp, target)
     return target.read_text()
 
@@ -187,15 +190,29 @@ def write_shard(pieces: pa.Table, *, out: str, names: list[str], seq_tokens: int
     if not np.array_equal(positions[firsts], expected):
         raise RuntimeError(f"token shard {shard}: sequences missing or doubled")
     sources = pieces["source_id"].to_numpy()[firsts]
-    write_atomic(pa.table({
-        "tokens": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), seq_tokens),
-        "source": pa.array([names[s] for s in sources], pa.string()),
-        "length": pa.array(lengths, pa.int32()),
-    }), Path(out) / "tokens" / f"part-{shard:05d}.parquet")
+    try:
+        write_atomic(pa.table({
+            "tokens": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), seq_tokens),
+            "source": pa.array([names[s] for s in sources], pa.string()),
+            "length": pa.array(lengths, pa.int32()),
+        }), Path(out) / "tokens" / f"part-{shard:05d}.parquet")
+    except OSError as error:
+        # Returned, not raised: Ray Data would log a task's exception with its traceback (about 150 lines
+        # for a full disk) before the driver could say it in one line (raise_write_error).
+        failed = json.dumps([error.errno, error.strerror or str(error), str(Path(out) / "tokens")])
+        return pa.table({"shard": [shard], "sequences": [0], "counts": ["{}"], "write_error": [failed]})
     per_source = np.bincount(sources, weights=lengths, minlength=len(names)).astype(np.int64)
     counts = {"tokens": {names[i]: int(n) for i, n in enumerate(per_source) if n},
               "padding": int((seq_tokens - lengths).sum())}
-    return pa.table({"shard": [shard], "sequences": [len(firsts)], "counts": [json.dumps(counts)]})
+    return pa.table({"shard": [shard], "sequences": [len(firsts)], "counts": [json.dumps(counts)],
+                     "write_error": pa.array([None], pa.string())})
+
+
+def raise_write_error(shard_counts: pa.Table) -> None:
+    """Raise, on the driver, the first OSError a shard's write returned."""
+    for failed in shard_counts["write_error"].drop_null().to_pylist()[:1]:
+        code, message, folder = json.loads(failed)
+        raise OSError(code, message, folder)
 
 
 def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
@@ -220,6 +237,10 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     log.info("tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
              "given" if config.tokenizer.path else "trained byte-level BPE", vocab_size, dtype.name, encoder.engine,
              seconds["tokenizer"])
+    warnings = []
+    if encoder.cleared:
+        _warn(warnings, f"tokenizer: the {' and '.join(encoder.cleared)} settings of {config.tokenizer.path} are "
+                        "ignored: each document is encoded whole, and packing places the pads (packing.remainder)")
 
     # Encode: every curated document once; the tokens wait in _work/encoded for packing.
     t = time.perf_counter()
@@ -238,8 +259,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
     budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
                                  config.mixture.budget_tokens, config.mixture.seed)
-    warnings = repetition_warnings(draws, config.mixture.max_passes)
-    for line in warnings:
+    mixture_warnings = repetition_warnings(draws, config.mixture.max_passes)
+    for line in mixture_warnings:
         log.warning("mixture: %s", line)
     occurrences = [m[d.draws] for m, d in zip(members, draws)]
     layouts = [stream_layout(packed_len[o], seq_tokens, pad) for o in occurrences]
@@ -269,6 +290,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             pack, batch_size=1, batch_format="pyarrow")
         shard_counts = collect(pieces.groupby("shard", num_partitions=min(shards, 16)).map_groups(
             write_shard, batch_format="pyarrow", fn_kwargs=write), SHARD_SCHEMA).sort_by("shard")
+        raise_write_error(shard_counts)
     shutil.rmtree(work / "encoded", ignore_errors=True)
     seconds["pack"] = time.perf_counter() - t
 
@@ -284,6 +306,11 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     dropped = {name: lay.dropped for name, lay in zip(names, layouts)}
     log.info("pack: %d sequences of %d tokens in %d shards, %d tokens dropped, %d padded, %.1f s", total,
              seq_tokens, len(shard_rows), sum(dropped.values()), padding, seconds["pack"])
+    if not total:
+        drawn = sum(d.tokens_drawn for d in draws)
+        _warn(warnings, f"pack: no sequence written: {drawn} tokens drawn, fewer than one sequence of {seq_tokens} "
+                        f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad"
+                                                    if drawn else ""))
     checks = {
         "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
         "tokens in shards == tokens drawn - dropped":
@@ -295,7 +322,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "seed": config.mixture.seed,
             "max_passes": config.mixture.max_passes,
             "table": [d.row() for d in draws],
-            "warnings": warnings,
+            "warnings": mixture_warnings,
         },
         "tokens": {
             "seq_len": config.packing.seq_len,
@@ -312,10 +339,16 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "tokens_per_source": tokens_written,
             "dropped_tokens_per_source": dropped,
             "padding_tokens": padding,
+            "warnings": warnings,
         },
         "seconds": seconds,
         "checks": checks,
     }
+
+
+def _warn(warnings: list[str], line: str) -> None:
+    log.warning(line)
+    warnings.append(line)
 
 
 def _encode(curated, tokenizer_json, tokenizer, work, documents, resources, storage):

@@ -5,6 +5,7 @@ dedup (signatures, buckets, clustering, reject write) on synthetic corpora with 
     .venv/bin/python scripts/bench_dedup.py signatures            # speed and error on 2,000-word documents
     .venv/bin/python scripts/bench_dedup.py corpus --docs 250000   # one scale point (a fresh process each)
     .venv/bin/python scripts/bench_dedup.py all                     # signatures, then 250k, 500k, 1M
+    .venv/bin/python scripts/bench_dedup.py realhtml  # duplicates among ../shared/realhtml's main texts
 
 The corpus: documents of about 300 words drawn from a Zipf distribution over the English vocabulary of the
 project's fixture articles plus a long tail of rare words; 20% of the documents are edited copies of
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -257,15 +259,64 @@ def signatures_benchmark(n_docs: int = 2000, words_per_doc: int = 2000) -> dict:
     }
 
 
+def realhtml_benchmark() -> dict:
+    """The duplicates the belt's dedup (configs/local.yaml's settings, embedded Ray on 1 CPU) finds among the
+    main texts of ../shared/realhtml's ground truth, and the CPU time of the hashing pass over those texts
+    (normalization, SHA-1 keys and signatures: `pipeline.dedup._hash_batch`, batches of 256, this process)."""
+    import ray
+
+    from pipeline import dedup
+    from pipeline.config import RayConfig, load_config
+    from pipeline.engine import start_ray
+    from stages.dedup import FORMAT, WHITE_SPACE, MinHasher
+
+    truth = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
+    if not truth.exists():
+        sys.exit(f"realhtml: {truth} is missing")
+    texts = [json.loads(line).get("main_text") for line in truth.open(encoding="utf-8")]
+    texts = [t for t in texts if t]
+    table = pa.table({"order": np.arange(len(texts), dtype=np.int64), "id": [f"page-{i}" for i in range(len(texts))],
+                      "text": texts})
+    config = load_config(str(ROOT / "configs" / "local.yaml")).dedup
+    hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
+    dedup._hash_batch(table.slice(0, 8), exact=True, hasher=hasher)  # compile the kernels outside the timing
+    t = time.process_time()
+    for start in range(0, len(texts), 256):
+        dedup._hash_batch(table.slice(start, 256), exact=True, hasher=hasher)
+    hashing = time.process_time() - t
+
+    work = ROOT / "out" / "bench-dedup-realhtml"
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    start_ray(RayConfig(num_cpus=1, object_store_mb=512))
+    verdicts, _ = dedup.run(ray.data.from_arrow(table), config, work)
+    ray.shutdown()
+    stages = verdicts["stage"].to_pylist()
+    wide_spaces = {chr(c) for first, last in WHITE_SPACE for c in range(first, last + 1)} - set(" \t\n\v\f\r\xa0")
+    formats = {chr(c) for first, last in FORMAT for c in range(first, last + 1)}
+    return {"texts": len(texts), "characters": sum(map(len, texts)), "hashing_cpu_seconds": round(hashing, 3),
+            "texts_per_cpu_second": round(len(texts) / hashing),
+            # texts that today's normalization reads differently from the older lowercase-and-ASCII-spaces one
+            "texts_not_nfkc": sum(not unicodedata.is_normalized("NFKC", t) for t in texts),
+            "texts_with_other_unicode_spaces": sum(not wide_spaces.isdisjoint(t) for t in texts),
+            "texts_with_format_characters": sum(not formats.isdisjoint(t) for t in texts),
+            "texts_casefold_not_lower": sum(t.casefold() != t.lower() for t in texts),
+            "exact_duplicates": stages.count("exact_dedup"), "near_duplicates": stages.count("near_dedup"),
+            "duplicates": sorted(zip(verdicts["order"].to_pylist(), verdicts["dup_of"].to_pylist(), stages))}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["signatures", "corpus", "all"])
+    parser.add_argument("what", choices=["signatures", "corpus", "all", "realhtml"])
     parser.add_argument("--docs", type=int, default=250_000)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--object-store-mb", type=int, default=2048)
     args = parser.parse_args()
     if args.what == "signatures":
         print(json.dumps(signatures_benchmark(), indent=2))
+    elif args.what == "realhtml":
+        print(json.dumps(realhtml_benchmark()))
     elif args.what == "corpus":
         print(json.dumps(run_corpus(args.docs, args.shards, args.object_store_mb)))
     else:

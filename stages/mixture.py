@@ -84,10 +84,10 @@ def plan_mixture(sources: list[tuple[str, float, np.ndarray]], budget: int | Non
 
 
 def repetition_warnings(draws: list[SourceDraw], max_passes: float) -> list[str]:
-    """One line per source read more often than `max_passes`, or wanted but empty."""
+    """One line per source read more often than `max_passes`, or without tokens."""
     warnings = []
     for d in draws:
-        if d.passes is None and d.tokens_target > 0:
+        if d.passes is None:
             warnings.append(f"source {d.name!r} has weight {d.weight} but no tokens: nothing drawn from it")
         elif d.passes is not None and d.passes > max_passes:
             warnings.append(f"source {d.name!r} is repeated {d.passes:.2f} passes, more than "

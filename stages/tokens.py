@@ -96,18 +96,24 @@ def as_tiktoken(tokenizer: Tokenizer) -> tuple[tiktoken.Encoding | None, str]:
 class DocumentEncoder:
     """Encodes batches of document texts to ids, adding no special tokens: packing places the end tokens.
 
-    A special token's text written inside a page (a forum post quoting "<|endoftext|>") is encoded as
-    plain text, never as the special token. With tokenizers, encoding that way costs about 15% more, so it
-    is used only for the batches where such a text appears; elsewhere both ways give the same ids.
-    `engine`: "auto" encodes with tiktoken where as_tiktoken finds it exact (always plain text), else with
-    tokenizers; "tokenizers" always with tokenizers.
+    A special token's text written inside a page (a forum post quoting "<|endoftext|>", or "<|ENDOFTEXT|>"
+    under a lowercasing normalizer) is encoded as plain text, never as the special token: tiktoken never
+    matches special tokens; tokenizers encodes a batch again with special-token matching off when its ids
+    hold a special token's id (matching off costs about 15%, and a matched special token always shows as
+    its id, so only batches that need it pay). A given tokenizer's `truncation` and `padding` settings are
+    cleared (listed in `cleared`): a document is encoded whole and packing places every pad.
+    `engine`: "auto" encodes with tiktoken where as_tiktoken finds it exact, else with tokenizers;
+    "tokenizers" always with tokenizers.
     """
 
     def __init__(self, tokenizer_json: str, engine: str = "auto"):
         self.plain = Tokenizer.from_str(tokenizer_json)
-        self.literal = Tokenizer.from_str(tokenizer_json)
+        self.cleared = [name for name in ("truncation", "padding") if getattr(self.plain, name) is not None]
+        self.plain.no_truncation()
+        self.plain.no_padding()
+        self.literal = Tokenizer.from_str(self.plain.to_str())
         self.literal.encode_special_tokens = True
-        self.specials = [t.content for t in self.plain.get_added_tokens_decoder().values() if t.special]
+        self.special_ids = np.array(sorted(i for i, t in self.plain.get_added_tokens_decoder().items() if t.special))
         self.dtype = token_dtype(self.plain.get_vocab_size())
         self.fast, why = as_tiktoken(self.plain) if engine == "auto" else (None, "tokenizers chosen")
         self.engine = "tiktoken" if self.fast else f"tokenizers ({why})"
@@ -116,11 +122,13 @@ class DocumentEncoder:
         """(tokens per text, all ids concatenated); a missing text counts as empty."""
         texts = [t or "" for t in texts]
         if self.fast:
-            ids = [self.fast.encode_ordinary(t) for t in texts]
-        else:
-            literal = any(s in t for t in texts for s in self.specials)
-            tokenizer = self.literal if literal else self.plain
-            ids = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+            return self._flat([self.fast.encode_ordinary(t) for t in texts])
+        lengths, values = self._flat([e.ids for e in self.plain.encode_batch_fast(texts, add_special_tokens=False)])
+        if np.isin(values, self.special_ids).any():
+            return self._flat([e.ids for e in self.literal.encode_batch_fast(texts, add_special_tokens=False)])
+        return lengths, values
+
+    def _flat(self, ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         lengths = np.fromiter(map(len, ids), np.int64, count=len(ids))
         values = np.fromiter(itertools.chain.from_iterable(ids), self.dtype, count=int(lengths.sum()))
         return lengths, values

@@ -1,14 +1,18 @@
 """Normalization, hashing, MinHash and the per-shard dedup work, on plain arrays and tables."""
 import hashlib
+import unicodedata
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import CRAWL_SAMPLE
 from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, estimated_jaccard, exact_duplicates,
                           exact_jaccard, normalize, optimal_bands, pair_agreements, pair_jaccards, recall_bands,
                           resolve_roots, sha1_keys, union_edges)
+from stages.dedup import FORMAT, WHITE_SPACE
 
 
 def shingles(text, n=5):
@@ -26,6 +30,62 @@ def test_normalization_and_sha1():
     assert keys[0] == hashlib.sha1(b"the river carries").hexdigest()
     assert keys[1] == keys[2]  # page 3: page 0 re-crawled with other capitals and spacing
     assert keys[1] != keys[3]
+
+
+SENTENCE = "Über the café the naïve señor read his résumé of the façade déjà vu by the Straße"
+
+
+def separated_by(separator: str) -> str:
+    return SENTENCE.replace(" ", separator)
+
+
+@pytest.mark.parametrize("variant", [
+    pytest.param(separated_by("\u2003"), id="em space U+2003"),
+    pytest.param(separated_by("\u3000"), id="ideographic space U+3000"),
+    pytest.param(separated_by("\u202f"), id="narrow no-break space U+202F"),
+    pytest.param(separated_by("\u0085"), id="next line U+0085"),
+    pytest.param(separated_by("\u2028"), id="line separator U+2028"),
+    pytest.param(separated_by(" \u2029\t "), id="paragraph separator and a run of spaces"),
+    pytest.param(unicodedata.normalize("NFD", SENTENCE), id="NFD against NFC"),
+    pytest.param(" ".join(w[:2] + "\u200b" + w[2:] for w in SENTENCE.split()), id="zero-width space inside words"),
+    pytest.param(SENTENCE.replace("ca", "ca\u00ad").replace("the", "t\u200dhe\ufeff"),
+                 id="soft hyphen, joiner, BOM"),
+    pytest.param(SENTENCE.upper(), id="upper case (STRASSE)"),
+    pytest.param(SENTENCE.replace("the", "ｔｈｅ"), id="full-width letters"),
+])
+def test_equivalent_texts_have_the_same_key_and_jaccard_1_in_both_kernels(variant):
+    hasher = MinHasher(num_perm=64)
+    texts = pa.array([SENTENCE, variant])
+    assert normalize(texts).to_pylist()[1] == normalize(texts).to_pylist()[0]
+    first, second = sha1_keys(texts)
+    assert first == second
+    signatures = hasher.signatures(texts)
+    assert estimated_jaccard(signatures[0], signatures[1]) == 1.0
+    sets = hasher.shingle_sets(texts)
+    assert len(sets[0]) == len(SENTENCE.split()) - 4 and exact_jaccard(*sets) == 1.0
+
+
+def test_the_character_tables_are_unicodes():
+    everything = [chr(c) for c in range(0x110000)]
+    listed = lambda ranges: {c for first, last in ranges for c in range(first, last + 1)}  # noqa: E731
+    assert listed(FORMAT) == {ord(c) for c in everything if unicodedata.category(c) == "Cf"}
+    # Python's isspace is Unicode's White_Space plus the four ASCII information separators
+    assert listed(WHITE_SPACE) == {ord(c) for c in everything if c.isspace()} - {0x1C, 0x1D, 0x1E, 0x1F}
+
+
+def reference_normalize(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    kept = "".join(" " if c.isspace() and c not in "\x1c\x1d\x1e\x1f" else c for c in folded
+                   if unicodedata.category(c) != "Cf")
+    return " ".join(w for w in kept.split(" ") if w)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+                | st.lists(st.sampled_from(["a", "B", " ", "\u2003", "\u200b", "\u0085", "e\u0301", "ß", "İ", "ﬁ",
+                                            "日本", "🌍", "\u00ad", "\t\n"]), max_size=12).map("".join), max_size=6))
+def test_normalize_is_nfkc_casefold_with_unicode_word_breaks(texts):
+    assert normalize(pa.array(texts, pa.string())).to_pylist() == [reference_normalize(t) for t in texts]
 
 
 def test_signatures_compare_lowercased_words_and_shingles():

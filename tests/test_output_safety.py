@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +68,27 @@ def test_a_full_disk_is_one_line_and_a_rerun_after_freeing_space_finishes(small_
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert all(manifest["invariants"].values()) and manifest["counts"]["kept"] > 0
+
+
+@pytest.mark.parametrize("point,leave_kb,settings", [
+    # what the run writes before the tokenizer fits in 380 KB, the trained tokenizer (about 240 KB) does not
+    ("saving the tokenizer", 380, []),
+    # the tokenizer and the encoded tokens fit, 2M drawn tokens of shards (about 360 passes) do not
+    ("writing the token shards", 800, ["mixture.budget_tokens=2000000", "mixture.max_passes=1000"]),
+])
+def test_a_full_disk_in_the_tokens_pass_is_one_line(small_disk, point, leave_kb, settings):
+    fill(small_disk, leave=leave_kb * 1024)
+    out = small_disk / "out"
+    failed = run(out, FIXTURE_WARCS, *settings)
+    assert failed.returncode == 2, failed.stderr[-3000:]
+    reached = "crawlbelt: finalize:" if point == "saving the tokenizer" else "crawlbelt: encode:"
+    assert reached in failed.stderr and "crawlbelt: pack:" not in failed.stderr, failed.stderr[-3000:]
+    assert ("crawlbelt: tokenizer:" in failed.stderr) == (point == "writing the token shards")
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"output error: {out}") and "No space left on device" in last, failed.stderr[-3000:]
+    assert "Traceback" not in failed.stderr and " ERROR " not in failed.stderr, failed.stderr[-3000:]
+    for shard in (out / "tokens").glob("part-*.parquet"):  # shards written before the disk filled are whole
+        assert pq.ParquetFile(shard).metadata.num_rows > 0
 
 
 def tree(folder: Path) -> set[str]:

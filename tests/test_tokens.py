@@ -103,6 +103,49 @@ def test_a_tokenizer_tiktoken_would_encode_differently_stays_with_tokenizers():
     assert encoder(["ABC"])[1].tolist() == lowercased.encode("abc", add_special_tokens=False).ids
 
 
+def with_settings(tokenizer_json: str, setting: str) -> str:
+    """The tokenizer saved with truncation, padding, or a lowercasing normalizer whose special tokens are
+    `normalized` (so that "<|ENDOFTEXT|>" in a page normalizes to the end token's text)."""
+    tokenizer = Tokenizer.from_str(tokenizer_json)
+    if setting == "truncation":
+        tokenizer.enable_truncation(8)
+    elif setting == "padding":
+        tokenizer.enable_padding(length=300, pad_id=1, pad_token="<|pad|>")
+    elif setting == "normalized specials":
+        tokenizer.normalizer = normalizers.Lowercase()
+        spec = json.loads(tokenizer.to_str())
+        for added in spec["added_tokens"]:
+            added["normalized"] = True
+        return json.dumps(spec)
+    return tokenizer.to_str()
+
+
+@pytest.mark.parametrize("setting", ["truncation", "padding"])
+@pytest.mark.parametrize("engine", ["auto", "tokenizers"])
+def test_a_given_tokenizers_truncation_and_padding_are_cleared_so_both_engines_agree(setting, engine):
+    encoder = DocumentEncoder(with_settings(TRAINED, setting), engine)
+    texts = TEXTS[:3] + ["short", ""]
+    lengths, values = encoder(texts)
+    expected = [Tokenizer.from_str(TRAINED).encode(t, add_special_tokens=False).ids for t in texts]
+    assert lengths.tolist() == list(map(len, expected)) and values.tolist() == sum(expected, [])
+    assert encoder.cleared == [setting] and DocumentEncoder(TRAINED).cleared == []
+    assert encoder.engine == "tiktoken" if engine == "auto" else encoder.engine.startswith("tokenizers")
+
+
+@pytest.mark.parametrize("setting,engine", [("plain", "auto"), ("plain", "tokenizers"),
+                                            ("normalized specials", "auto")])
+@pytest.mark.parametrize("text", ["quoting <|endoftext|> here", "quoting <|ENDOFTEXT|> here", "<|Pad|><|endoftext|>",
+                                  "no special text at all"])
+def test_a_documents_text_never_gives_a_special_tokens_id(setting, engine, text):
+    encoder = DocumentEncoder(with_settings(TRAINED, setting), engine)
+    assert encoder.engine == ("tiktoken" if (setting, engine) == ("plain", "auto") else encoder.engine)
+    lengths, values = encoder([TEXTS[0], text])
+    assert set(values.tolist()).isdisjoint({0, 1}) and len(values) == lengths.sum()
+    assert encoder.plain.decode(values[lengths[0]:].tolist()) == (text.lower() if encoder.plain.normalizer else text)
+    alone = encoder([TEXTS[0]])  # the batch with a special text costs nothing to the others' ids
+    assert np.array_equal(alone[1], values[:lengths[0]])
+
+
 def test_smallest_dtype_for_the_vocabulary():
     assert token_dtype(258) == np.uint16 and token_dtype(65536) == np.uint16 and token_dtype(65537) == np.uint32
 

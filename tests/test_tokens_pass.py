@@ -1,6 +1,7 @@
 """The tokens pass and the report on a real embedded Ray: packed shards decode back to the documents, the
 shuffle keeps every sequence, curated Parquet sources with weights and a given tokenizer, the repetition
 warning, and the report in a real headless Chromium."""
+import json
 import logging
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ray
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, normalizers
 
 import browser
 from pipeline import belt
@@ -126,6 +127,60 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
         assert sum(lengths) == tokens["tokens_per_source"][name] == table[name]["tokens_drawn"]
     # shuffled: the two sources alternate instead of one long run of each
     assert sum(a != b for a, b in zip(sources, sources[1:])) > len(sources) / 4
+
+
+def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_of_the_shards(stream_run, tmp_path,
+                                                                                            caplog):
+    manifest, out = stream_run
+    docs = pa.concat_tables([pq.read_table(p) for p in sorted((out / "docs").glob("*.parquet"))])["text"].to_pylist()
+    docs.append("a forum post quoting <|ENDOFTEXT|> and <|Pad|> in the middle of a page")
+    pq.write_table(pa.table({"text": docs}), tmp_path / "docs.parquet")
+    tokenizer = Tokenizer.from_file(str(out / "tokens" / "tokenizer.json"))
+    tokenizer.enable_truncation(16)
+    tokenizer.enable_padding(length=200, pad_id=1, pad_token="<|pad|>")
+    tokenizer.normalizer = normalizers.Lowercase()
+    spec = json.loads(tokenizer.to_str())
+    for added in spec["added_tokens"]:
+        added["normalized"] = True  # "<|ENDOFTEXT|>" normalizes to the end token's text
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps(spec))
+    config = curated_config(tmp_path, f"  - {{name: quoted, input: [{tmp_path}/docs.parquet]}}", (
+        f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, shuffle: false}}\n"))
+    with caplog.at_level(logging.INFO, logger="crawlbelt"):
+        run = belt.run(load_config(str(config), output=str(tmp_path / "out")))
+    (warning,) = run["tokens"]["warnings"]
+    assert "truncation and padding settings of" in warning and str(given) in warning
+    assert any(r.levelno == logging.WARNING and r.getMessage() == warning for r in caplog.records)
+
+    shards = shard_table(tmp_path / "out", run)
+    ids = [t for row, n in zip(shards["tokens"].to_pylist(), shards["length"].to_pylist()) for t in row[:n]]
+    eos = run["tokens"]["eos_id"]
+    assert ids.count(eos) == len(docs) and ids[-1] == eos and 1 not in ids  # end tokens only at the ends
+    plain = Tokenizer.from_str(json.dumps(spec))
+    plain.no_truncation()
+    assert plain.decode(ids, skip_special_tokens=False) == "".join(d.lower() + EOS for d in docs)
+
+
+@pytest.mark.parametrize("case", ["seq_len longer than all the text", "a lone source without tokens"])
+def test_a_pass_that_writes_no_sequence_says_why_in_the_log_and_the_manifest(stream_run, tmp_path, caplog, case):
+    _, out = stream_run
+    if case == "a lone source without tokens":
+        pq.write_table(pa.table({"text": pa.array(["", None], pa.string())}), tmp_path / "empty.parquet")
+        source, seq_len = f"{tmp_path}/empty.parquet", 64
+        expected = ["source 'web' has weight 1.0 but no tokens", "no sequence written: 0 tokens drawn"]
+    else:
+        source, seq_len = f"{out}/docs/*.parquet", 10**6
+        expected = ["no sequence written", f"fewer than one sequence of {10**6 + 1} (packing.seq_len + 1); lower "
+                    "packing.seq_len or set packing.remainder: pad"]
+    config = curated_config(tmp_path, f"  - {{name: web, input: [{source}]}}", (
+        f"tokenizer: {{path: {out}/tokens/tokenizer.json}}\npacking: {{seq_len: {seq_len}}}\n"))
+    with caplog.at_level(logging.INFO, logger="crawlbelt"):
+        run = belt.run(load_config(str(config), output=str(tmp_path / "out")))
+    assert run["tokens"]["sequences"] == 0 and run["tokens"]["shards"] == []
+    warnings = run["mixture"]["warnings"] + run["tokens"]["warnings"]
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    for part in expected:
+        assert any(part in w for w in warnings) and any(part in line for line in logged), (part, warnings)
 
 
 def test_report_renders_in_headless_chromium(stream_run, tmp_path):
