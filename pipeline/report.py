@@ -204,7 +204,8 @@ def _mixture(manifest: dict) -> str:
              f"warning above {mixture['max_passes']:g} passes.</p>",
              _table(["source", "weight", "documents", "tokens available", "tokens drawn", "passes",
                      "tokens in shards"], rows, {1, 2, 3, 4, 5, 6})]
-    parts += [f'<div class="warning">warning: {escape(w)}</div>' for w in mixture["warnings"]]
+    warnings = mixture["warnings"] + tokens.get("warnings", [])
+    parts += [f'<div class="warning">warning: {escape(w)}</div>' for w in warnings]
     names = [r["source"] for r in table]
     chart = svg.hbars("Tokens per source", names, {
         "available": [r["tokens_available"] for r in table],

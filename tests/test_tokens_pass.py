@@ -5,6 +5,7 @@ import json
 import logging
 import subprocess
 import sys
+from html import escape
 from pathlib import Path
 
 import pyarrow as pa
@@ -181,6 +182,8 @@ def test_a_pass_that_writes_no_sequence_says_why_in_the_log_and_the_manifest(str
     logged = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     for part in expected:
         assert any(part in w for w in warnings) and any(part in line for line in logged), (part, warnings)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert all(escape(w) in page for w in warnings)  # the report shows them too
 
 
 def test_report_renders_in_headless_chromium(stream_run, tmp_path):
