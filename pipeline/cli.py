@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -65,7 +66,7 @@ def parse_args(argv):
     train.add_argument("--data", help="curation output folder with tokens/ (replaces train.data and output)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                        help="override one config value, e.g. --set train.steps=500")
-    train.add_argument("--stop-after", type=int, metavar="STEPS", help="stop (with a checkpoint) after this step")
+    train.add_argument("--stop-after", type=POSITIVE_INT, metavar="STEP", help="stop (with a checkpoint) after this step")
     plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
     plan.add_argument("--params", type=COUNT, required=True, help="parameters, e.g. 7.5B or 125M")
     plan.add_argument("--gpus", type=POSITIVE_INT, required=True)
@@ -197,16 +198,26 @@ def train_command(args, worker_args: list[str]) -> int:
     if launch.inside_torchrun():
         import torch.distributed as dist
 
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # interrupted by torchrun: end at once, without a traceback
+
         from pipeline.train.loop import train
 
         train(config, stop_after=args.stop_after)
         dist.destroy_process_group()
         return 0
     started = time.perf_counter()
-    if config.train.launcher == "ray":
-        code = launch.run_ray(config, args.stop_after)
-    else:
-        code = launch.run_torchrun(config, worker_args)
+    try:
+        if config.train.launcher == "ray":
+            code = launch.run_ray(config, args.stop_after)
+        else:
+            code = launch.run_torchrun(config, worker_args)
+    except ConfigError as exc:  # the cluster cannot hold the workers
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"train: interrupted; run the same command again to resume from the last checkpoint in "
+              f"{Path(config.train.data) / 'train' / 'checkpoints'}", file=sys.stderr)
+        return 130
     summary = Path(config.train.data) / "train" / "summary.json"
     if code == 0 and summary.exists():
         figures = json.loads(summary.read_text())

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pipeline.config import ConfigError, load_config
-from pipeline.train.checkpoint import complete_checkpoints
+from pipeline.train.resume import complete_checkpoints
 from pipeline.train.data import IGNORE, TokenShards
 from pipeline.train.distributed import clip_grad_norm_
 from pipeline.train.loop import is_spike, lr_factor

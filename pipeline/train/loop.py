@@ -8,6 +8,7 @@ and, at the end, summary.json.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -103,7 +104,8 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
 
     # The same seed everywhere: every worker builds the same full model, then keeps its shard.
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_args(cfg.model, data.vocab_size, seq_len)).to(device)
+    args = model_args(cfg.model, data.vocab_size, seq_len)
+    model = Transformer(args).to(device)
     n_params = count_parameters(model)
     distributed.shard_model(model, cfg.precision)
     # No weight decay on gains (RMSNorm weights), as in nanoGPT.
@@ -116,18 +118,15 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
     fp16 = cfg.precision == "fp16"
 
     # Everything a resumed run needs besides tensors and RNG; saved as state.json in each checkpoint.
-    state = {"step": 0, "consumed": 0, "data": data.fingerprint(), "recent_losses": [], "spike_streak": 0,
+    state = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
+             "recent_losses": [], "spike_streak": 0,
              "rollbacks": [], "loss_scale": 2.0 ** 16 if fp16 else 1.0, "good_steps": 0,
              "scheduler": scheduler.state_dict()}
     checkpoints = Checkpointer(folder / "checkpoints", cfg.checkpoint.keep, cfg.checkpoint.async_save)
     log.line(f"model: {n_params:,} parameters, {cfg.precision} compute, fp32 master weights, "
              f"{world} workers on {device.type}, {data.total:,} sequences of {seq_len} tokens")
-    latest = checkpoints.latest()
+    latest = checkpoints.latest()  # it fits these shards and this model: the config check made sure
     if latest:
-        saved = json.loads((latest / "state.json").read_text())
-        if saved.get("data") != state["data"]:  # the curation run was redone since: a new training run
-            raise SystemExit(f"train: {latest} was made on other token shards than {cfg.data}/tokens; "
-                             f"move {folder} away to start a new run")
         state = checkpoints.load(latest, model, optimizer)
         scheduler.load_state_dict(state["scheduler"])
         log.line(f"resumed from {latest} at step {state['step']} (data {data.position(state['consumed'])})")
