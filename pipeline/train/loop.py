@@ -39,9 +39,13 @@ def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def is_spike(loss: float, previous: list[float], window: int, factor: float) -> bool:
-    """The median rule: a spike when loss > factor * median of the previous `window` losses."""
-    return len(previous) >= window and loss > factor * statistics.median(previous[-window:])
+def spike_median(loss: float, previous: list[float], window: int, factor: float) -> float | None:
+    """The median rule: a spike when loss > factor * median of the previous `window` losses.
+    Returns that median for a spike (it is logged), None otherwise."""
+    if len(previous) < window:
+        return None
+    median = statistics.median(previous[-window:])
+    return median if loss > factor * median else None
 
 
 def corrupt(inputs: torch.Tensor, targets: torch.Tensor, vocab_size: int, seed: int):
@@ -211,11 +215,11 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
                      f"{record['tokens_per_s']:,.0f} tokens/s" + (f" | MFU {record['mfu']:.1%}" if peak else ""))
 
         # The median rule. The window is the losses before this step, spikes included.
-        spike = is_spike(loss, state["recent_losses"], cfg.spike.window, cfg.spike.factor)
+        median = spike_median(loss, state["recent_losses"], cfg.spike.window, cfg.spike.factor)
+        spike = median is not None
         state["recent_losses"] = (state["recent_losses"] + [loss])[-cfg.spike.window:]
         state["spike_streak"] = state["spike_streak"] + 1 if spike else 0
         if spike:
-            median = statistics.median(state["recent_losses"][-cfg.spike.window - 1:-1])
             log.line(f"step {step}: loss spike, {loss:.4f} > {cfg.spike.factor} x median {median:.4f}")
             log.metrics({"event": "spike", "step": step, "loss": loss, "median": median})
         if cfg.spike.persist and state["spike_streak"] >= cfg.spike.persist:
@@ -225,12 +229,13 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
                 state["spike_streak"] = 0
             else:
                 # Back to the checkpoint's weights, and on past the batches that led into the spike.
-                resume_at = state["consumed"]
+                resume_at, rollbacks = state["consumed"], state["rollbacks"]
                 state = checkpoints.load(target, model, optimizer)
                 scheduler.load_state_dict(state["scheduler"])
                 skipped = [state["consumed"] // batch, resume_at // batch - 1]
                 rollback = {"spike_step": step, "to_step": state["step"], "skipped_batches": skipped}
-                state["rollbacks"].append(rollback)
+                # The checkpoint's list lacks the rollbacks since it was saved (to it, too): keep ours.
+                state["rollbacks"] = rollbacks + [rollback]
                 state["consumed"] = resume_at
                 last_saved = state["step"]
                 log.line(f"step {step}: rolled back to step {state['step']} ({target.name}), "
