@@ -196,9 +196,8 @@ def train_command(args, worker_args: list[str]) -> int:
     from pipeline.train import launch  # imports torch: only once the config is known to be good
 
     if launch.inside_torchrun():
-        import torch.distributed as dist
-
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # interrupted by torchrun: end at once, without a traceback
+        import torch.distributed as dist
 
         from pipeline.train.loop import train
 

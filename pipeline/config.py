@@ -184,7 +184,7 @@ class TrainConfig:
     steps: int = 200
     batch_size: int = 16  # sequences per step across all workers
     lr: float = 3e-3
-    min_lr: float = 3e-4
+    min_lr: float = 3e-4  # at most lr
     warmup_steps: int = 20
     weight_decay: float = 0.1
     beta1: float = 0.9

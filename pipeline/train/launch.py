@@ -78,12 +78,13 @@ def run_ray(config: Config, stop_after: int | None) -> int:
 
     train = config.train
     start_ray(config.ray)
-    scaling = ScalingConfig(num_workers=train.workers, use_gpu=train.device == "cuda")
-    wait_for_resources(scaling.total_resources, train.start_timeout_s if ray_address(config) else 0)
+    per_worker = {"GPU": 1} if train.device == "cuda" else {"CPU": 1}  # Ray Train's default
+    wait_for_workers(per_worker, train.workers, train.start_timeout_s if ray_address(config) else 0)
     trainer = TorchTrainer(
         ray_worker,
         train_loop_config={"config": config, "stop_after": stop_after},
-        scaling_config=scaling,
+        scaling_config=ScalingConfig(num_workers=train.workers, use_gpu=train.device == "cuda",
+                                     resources_per_worker=per_worker),
         torch_config=TorchConfig(backend="nccl" if train.device == "cuda" else "gloo"),
         run_config=RunConfig(name="ray", storage_path=os.path.join(train.data, "train"),
                              failure_config=FailureConfig(max_failures=train.max_restarts)),
@@ -97,13 +98,16 @@ def ray_address(config: Config) -> str | None:
     return config.ray.address or os.environ.get("RAY_ADDRESS")
 
 
-def wait_for_resources(needed: dict[str, float], timeout_s: float) -> None:
-    """Wait until the cluster holds what the workers need; an embedded Ray (timeout 0) never grows.
-
-    Without this, Ray Train waits for ever, without a word, for workers it cannot place.
-    """
+def wait_for_workers(per_worker: dict[str, float], workers: int, timeout_s: float) -> None:
+    """Wait until the cluster holds what the workers need, asking an autoscaler for it; an embedded Ray
+    (timeout 0) never grows. Without this, Ray Train waits for ever, without a word, for workers it
+    cannot place."""
     import ray
+    from ray.autoscaler.sdk import request_resources
 
+    needed = {kind: amount * workers for kind, amount in per_worker.items()}
+    if timeout_s:
+        request_resources(bundles=[per_worker] * workers)
     deadline = time.monotonic() + timeout_s
     while True:
         have = ray.cluster_resources()
