@@ -6,15 +6,37 @@ import argparse
 import errno
 import json
 import logging
+import math
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
 
 from pipeline.config import ConfigError, load_config
+from pipeline.train.plan import parse_count
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def ranged(convert, accept, expected: str):
+    """An argparse type: the text converted, refused in one usage line unless it converts and is accepted."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return parse
+
+
+POSITIVE_INT = ranged(int, lambda value: value > 0, "a positive integer")
+POSITIVE = ranged(float, lambda value: 0 < value < math.inf, "a number above 0")  # also refuses nan
+FRACTION = ranged(float, lambda value: 0 < value <= 1, "a fraction in (0, 1], e.g. 0.4 for 40%")
+COUNT = ranged(parse_count, lambda value: True, "a count above 0, e.g. 7.5B or 125M")
 
 
 def parse_args(argv):
@@ -51,15 +73,16 @@ def parse_args(argv):
     train.add_argument("--data", help="curation output folder with tokens/ (replaces train.data and output)")
     train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                        help="override one config value, e.g. --set train.steps=500")
-    train.add_argument("--stop-after", type=int, metavar="STEPS", help="stop (with a checkpoint) after this step")
+    train.add_argument("--stop-after", type=POSITIVE_INT, metavar="STEP", help="stop (with a checkpoint) after this step")
     plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
-    plan.add_argument("--params", required=True, help="parameters, e.g. 7.5B or 125M")
-    plan.add_argument("--gpus", type=int, required=True)
-    plan.add_argument("--tokens", help="training tokens, e.g. 300B (default: 20 per parameter)")
-    plan.add_argument("--peak-tflops", type=float, default=989.0, help="per GPU (default: H100/H200 bf16 dense)")
-    plan.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilization reached (default 0.4)")
-    plan.add_argument("--save-seconds", type=float, help="checkpoint save time C")
-    plan.add_argument("--mtbf-hours", type=float, help="mean time between failures M of the whole job")
+    plan.add_argument("--params", type=COUNT, required=True, help="parameters, e.g. 7.5B or 125M")
+    plan.add_argument("--gpus", type=POSITIVE_INT, required=True)
+    plan.add_argument("--tokens", type=COUNT, help="training tokens, e.g. 300B (default: 20 per parameter)")
+    plan.add_argument("--peak-tflops", type=POSITIVE, default=989.0, help="per GPU (default: H100/H200 bf16 dense)")
+    plan.add_argument("--mfu", type=FRACTION, default=0.4, help="model FLOPs utilization reached, in (0, 1] "
+                                                                "(default 0.4)")
+    plan.add_argument("--save-seconds", type=POSITIVE, help="checkpoint save time C")
+    plan.add_argument("--mtbf-hours", type=POSITIVE, help="mean time between failures M of the whole job")
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
     report = commands.add_parser("report", help="write the HTML report of a finished run (OUT_DIR/report.html)")
     report.add_argument("out_dir", help="a run's output folder")
@@ -224,13 +247,13 @@ def storage_error(exc: BaseException) -> OSError | None:
 
 
 def plan_command(args) -> int:
-    from pipeline.train.plan import format_plan, parse_count, plan
+    from pipeline.train.plan import format_plan, plan
 
     if (args.save_seconds is None) != (args.mtbf_hours is None):
         print("plan: give both --save-seconds and --mtbf-hours, or neither", file=sys.stderr)
         return 2
-    figures = plan(parse_count(args.params), args.gpus, parse_count(args.tokens) if args.tokens else None,
-                   args.peak_tflops, args.mfu, args.save_seconds, args.mtbf_hours)
+    figures = plan(args.params, args.gpus, args.tokens, args.peak_tflops, args.mfu, args.save_seconds,
+                   args.mtbf_hours)
     print(json.dumps(figures, indent=2) if args.json else format_plan(figures))
     return 0
 
@@ -246,6 +269,7 @@ def train_command(args, worker_args: list[str]) -> int:
     from pipeline.train import launch  # imports torch: only once the config is known to be good
 
     if launch.inside_torchrun():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # interrupted by torchrun: end at once, without a traceback
         import torch.distributed as dist
 
         from pipeline.train.loop import train
@@ -254,10 +278,18 @@ def train_command(args, worker_args: list[str]) -> int:
         dist.destroy_process_group()
         return 0
     started = time.perf_counter()
-    if config.train.launcher == "ray":
-        code = launch.run_ray(config, args.stop_after)
-    else:
-        code = launch.run_torchrun(config, worker_args)
+    try:
+        if config.train.launcher == "ray":
+            code = launch.run_ray(config, args.stop_after)
+        else:
+            code = launch.run_torchrun(config, worker_args)
+    except ConfigError as exc:  # the cluster cannot hold the workers
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"train: interrupted; run the same command again to resume from the last checkpoint in "
+              f"{Path(config.train.data) / 'train' / 'checkpoints'}", file=sys.stderr)
+        return 130
     summary = Path(config.train.data) / "train" / "summary.json"
     if code == 0 and summary.exists():
         figures = json.loads(summary.read_text())

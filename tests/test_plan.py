@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cli import main
 from pipeline.train.plan import parse_count, plan, wasted_fraction, young_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,3 +36,23 @@ def test_plan_command(tmp_path):
                                          "--tokens", "2.5B", "--json"], cwd=ROOT, capture_output=True, text=True,
                                         timeout=60).stdout)
     assert figures["training_flops"] == pytest.approx(6 * 125e6 * 2.5e9) and "checkpoint" not in figures
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--gpus", "0"), ("--gpus", "-8"), ("--gpus", "eight"),
+    ("--params", "0"), ("--params", "seven"), ("--params", "nan"), ("--params", "inf"), ("--params", "-7"),
+    ("--tokens", "0"), ("--tokens", "nanB"),
+    ("--mfu", "0"), ("--mfu", "40"), ("--mfu", "nan"),
+    ("--peak-tflops", "0"), ("--peak-tflops", "inf"), ("--peak-tflops", "nan"),
+    ("--mtbf-hours", "0"), ("--mtbf-hours", "inf"),
+    ("--save-seconds", "-1"), ("--save-seconds", "0"), ("--save-seconds", "nan"),
+])
+def test_plan_refuses_a_bad_figure_in_one_line(capsys, option, value):
+    arguments = {"--params": "7.5B", "--gpus": "64", "--save-seconds": "60", "--mtbf-hours": "3", option: value}
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", *[text for pair in arguments.items() for text in pair]])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    error = captured.err.strip().splitlines()[-1]
+    assert error.startswith(f"crawlbelt plan: error: argument {option}: expected ") and repr(value) in error, error
+    assert "Traceback" not in captured.err and captured.out == ""

@@ -3,12 +3,17 @@ a tiny model, token shards made from the fixture crawl's articles by a real BPE 
 import json
 import os
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from pipeline.cli import main
+from pipeline.train.resume import complete_checkpoints
 from token_shards import write_token_shards
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +68,12 @@ def metrics(data: Path) -> tuple[dict[int, dict], list[dict]]:
     return steps, events
 
 
+def step_records(data: Path) -> list[dict]:
+    """Every step record of metrics.jsonl in order, steps done again after a rollback included."""
+    records = [json.loads(line) for line in (data / "train" / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in records if "event" not in r]
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(corpus, tmp_path_factory):
     data = fresh_run(corpus, tmp_path_factory.mktemp("uninterrupted") / "out")
@@ -108,24 +119,31 @@ def test_stop_and_resume_gives_the_same_losses_bit_for_bit(corpus, uninterrupted
             assert resumed[step][key] == expected[step][key], (step, key)
 
 
-def test_a_corrupted_batch_spikes_and_training_rolls_back_past_it(corpus, tmp_path):
+def test_corrupted_batches_spike_and_training_rolls_back_past_them_twice(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
-    # Batch 13 (step 14) becomes random tokens. To a barely trained tiny model that is only about 1.2 times
+    # Batches 13 and 14 become random tokens. To a barely trained tiny model that is only about 1.2 times
     # its usual loss, so the drill uses f = 1.15; normal steps stay within a few percent of the median.
-    train(corpus, data, "--set", "train.corrupt_batches=[13]", "--set", "train.spike.factor=1.15")
+    train(corpus, data, "--set", "train.corrupt_batches=[13, 14]", "--set", "train.spike.factor=1.15")
     steps, events = metrics(data)
     spikes = [e for e in events if e["event"] == "spike"]
-    assert [e["step"] for e in spikes] == [14] and spikes[0]["loss"] > 1.15 * spikes[0]["median"]
-    rollbacks = [e for e in events if e["event"] == "rollback"]
-    assert rollbacks == [{"event": "rollback", "spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]}]
-    # Steps 13 and 14 were done again on the batches after the spike; training went on to the end.
-    assert steps[13]["batch"] == 14 and steps[14]["batch"] == 15 and steps[24]["batch"] == 25
+    # Step 14 (batch 13) spikes: back to step 12. Step 13 again, now on batch 14, spikes: back to step 12 again.
+    assert [e["step"] for e in spikes] == [14, 13] and all(e["loss"] > 1.15 * e["median"] for e in spikes)
+    # The logged median is the rule's: of the `window` (5) losses before the spike, the first time steps
+    # 9-13; the second time the checkpoint's, steps 8-12 (before the first rollback).
+    first_losses = [r["loss"] for r in step_records(data)]
+    assert spikes[0]["median"] == statistics.median(first_losses[8:13])
+    assert spikes[1]["median"] == statistics.median(first_losses[7:12])
+    first, second = {"spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]}, \
+        {"spike_step": 13, "to_step": 12, "skipped_batches": [12, 14]}
+    assert [e for e in events if e["event"] == "rollback"] == [{"event": "rollback", **first},
+                                                                {"event": "rollback", **second}]
+    # Step 13 was done again on the batch after both spikes; training went on to the end.
+    assert steps[13]["batch"] == 15 and steps[14]["batch"] == 16 and steps[24]["batch"] == 26
     assert steps[24]["loss"] < spikes[0]["loss"] and max(steps[s]["loss"] for s in steps) < spikes[0]["loss"]
     summary = json.loads((data / "train" / "summary.json").read_text())
-    assert summary["steps"] == 24
-    assert summary["rollbacks"] == [{"spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]}]
+    assert summary["steps"] == 24 and summary["rollbacks"] == [first, second]
     log = (data / "train" / "log.txt").read_text()
-    assert "rolled back to step 12" in log and "skipping batches 12 to 13" in log
+    assert "rolled back to step 12" in log and "skipping batches 12 to 13" in log and "skipping batches 12 to 14" in log
 
 
 def test_fp16_with_loss_scaling_and_checkpoint_interval_by_youngs_rule(corpus, tmp_path):
@@ -176,7 +194,7 @@ def test_ray_train_runs_the_same_loop_with_the_same_losses(corpus, uninterrupted
     assert [steps[s]["loss"] for s in range(1, 5)] == [expected[s]["loss"] for s in range(1, 5)]
 
 
-def test_checkpoints_of_other_shards_are_not_resumed(corpus, uninterrupted, tmp_path):
+def test_checkpoints_of_other_shards_are_refused_in_one_line_before_torchrun(corpus, uninterrupted, tmp_path):
     # The curation run was redone (here: other sequence lengths) after training; its train/ folder stayed.
     data = tmp_path / "out"
     write_token_shards(data, seq_len=32)
@@ -184,9 +202,106 @@ def test_checkpoints_of_other_shards_are_not_resumed(corpus, uninterrupted, tmp_
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode != 0
-    assert "was made on other token shards" in result.stderr + result.stdout
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("config error: train.data: "), result.stderr
+    assert "step-00000024 was made on other token shards" in lines[0]
     assert not (data / "train" / "metrics.jsonl").exists()
+
+
+@pytest.fixture(scope="module")
+def resumable(corpus, uninterrupted, tmp_path_factory):
+    """Token shards with a run's checkpoints (model dim 64, 2 layers) and nothing else of the run."""
+    data = fresh_run(corpus, tmp_path_factory.mktemp("resumable") / "out")
+    shutil.copytree(uninterrupted / "train" / "checkpoints", data / "train" / "checkpoints")
+    return data
+
+
+@pytest.mark.parametrize("arguments, expected", [
+    (["--set", "train.lr=-1"], "config error: train.lr: expected a finite number above 0, got -1.0"),
+    (["--set", "train.lr=.nan"], "config error: train.lr: expected a finite number above 0, got nan"),
+    (["--set", "train.min_lr=0.01"], "config error: train.min_lr: expected a number in [0, train.lr = 0.003]"),
+    (["--set", "train.beta1=-0.1"], "config error: train.beta1: expected a number in [0, 1), got -0.1"),
+    (["--set", "train.beta2=1.5"], "config error: train.beta2: expected a number in [0, 1), got 1.5"),
+    (["--set", "train.weight_decay=-1"], "config error: train.weight_decay: expected a finite number >= 0"),
+    (["--set", "train.warmup_steps=-5"], "config error: train.warmup_steps: expected an integer >= 0, got -5"),
+    (["--set", "train.grad_clip=-1"], "config error: train.grad_clip: expected a finite number above 0"),
+    (["--set", "train.peak_tflops=-1"], "config error: train.peak_tflops: expected a finite number above 0 or null"),
+    (["--set", "train.max_restarts=-1"], "config error: train.max_restarts: expected an integer >= 0, got -1"),
+    (["--set", "train.start_timeout_s=.inf"], "config error: train.start_timeout_s: expected a finite number >= 0"),
+    (["--set", "train.seed=-1"], "config error: train.seed: expected an integer in [0, 2^32), got -1"),
+    (["--set", "train.steps=0"], "config error: train.steps: expected a positive integer, got 0"),
+    (["--set", "train.corrupt_batches=[-1]"], "config error: train.corrupt_batches: expected batch numbers >= 0"),
+    (["--set", "train.spike.window=0"], "config error: train.spike.window: expected a positive integer, got 0"),
+    (["--set", "train.spike.factor=.inf"], "config error: train.spike.factor: expected a finite number above 1"),
+    (["--set", "train.spike.persist=-1"], "config error: train.spike.persist: expected an integer >= 0, got -1"),
+    (["--set", "train.checkpoint.keep=0"], "config error: train.checkpoint.keep: expected a positive integer"),
+    (["--set", "train.checkpoint.mtbf_hours=0"], "config error: train.checkpoint.mtbf_hours: expected a finite number"),
+    (["--set", "train.checkpoint.interval=0"], "config error: train.checkpoint.interval: expected a positive integer"),
+    (["--set", "train.model.dim=0"], "config error: train.model.dim: expected a positive integer, got 0"),
+    (["--set", "train.model.n_heads=0"], "config error: train.model.n_heads: expected a positive integer, got 0"),
+    (["--set", "train.model.ffn_dim=0"], "config error: train.model.ffn_dim: expected a positive integer or null"),
+    (["--set", "train.model.rope_theta=-1"], "config error: train.model.rope_theta: expected a finite number above 0"),
+    (["--set", "train.device=cuda", "--set", "train.workers=64", "--set", "train.batch_size=64"],
+     "config error: train.device: cuda needs 64 GPUs (train.workers) and this machine has "),
+    (["--stop-after", "0"], "crawlbelt train: error: argument --stop-after: expected a positive integer, got '0'"),
+    # The checkpoints were made with 2 layers of width 64: fewer layers would be dropped, more or wider fail.
+    (["--set", "train.model.n_layers=1"], "config error: train.model: "),
+    (["--set", "train.model.n_layers=4"], "config error: train.model: "),
+    (["--set", "train.model.dim=128"], "config error: train.model: "),
+])
+def test_train_mistakes_are_one_line_config_errors_before_anything_starts(corpus, resumable, capsys, arguments,
+                                                                           expected):
+    try:
+        code = main(["train", str(corpus / "train.yaml"), "--data", str(resumable), *arguments])
+    except SystemExit as exit_:  # argparse's own usage error: the usage, then one line
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    error = captured.err.strip().splitlines()[-1]
+    assert error.startswith(expected), captured.err
+    assert captured.err.startswith("usage: ") or len(captured.err.strip().splitlines()) == 1, captured.err
+    if error.startswith("config error: train.model: "):
+        changed = {"n_layers=1": "n_layers 2 there, 1 here", "n_layers=4": "n_layers 2 there, 4 here",
+                   "dim=128": "dim 64 there, 128 here"}[arguments[-1].split(".")[-1]]
+        assert "step-00000024 was made with another model shape (" in error and changed in error
+    assert sorted(p.name for p in (resumable / "train").iterdir()) == ["checkpoints"]  # nothing written
+
+
+def test_ctrl_c_is_one_line_exit_130_and_a_rerun_resumes(corpus, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data),
+               "--set", "train.steps=100000"]
+    # As a terminal runs it: a process group of its own with the default SIGINT action (this test's own
+    # runner may have started with SIGINT ignored, which children inherit), then SIGINT to the whole group.
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    checkpoints = data / "train" / "checkpoints"
+    while not complete_checkpoints(checkpoints) and process.poll() is None:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err == f"train: interrupted; run the same command again to resume from the last checkpoint in {checkpoints}\n"
+    assert "Traceback" not in out
+    last = int(complete_checkpoints(checkpoints)[-1].name.split("-")[1])
+    result = train(corpus, data, "--set", "train.steps=100000", "--stop-after", str(last + 1))
+    assert f"resumed from {checkpoints / f'step-{last:08d}'} at step {last}" in result.stdout
+    assert f"train: {last + 1} steps" in result.stdout
+
+
+def test_ray_workers_the_cluster_cannot_hold_are_one_line(corpus, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data),
+                             "--set", "train.launcher=ray", "--set", "train.workers=4", "--set", "ray.num_cpus=2",
+                             "--set", "ray.object_store_mb=256"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr.strip().splitlines() == ["config error: train.workers: 4 CPUs needed, one per worker, and the "
+                                                  "Ray cluster has 2; lower train.workers or give the cluster more"]
+    assert not (data / "train").exists()
 
 
 def test_train_without_shards_is_a_one_line_config_error(tmp_path):
@@ -198,3 +313,22 @@ def test_train_without_shards_is_a_one_line_config_error(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: train.data: no token shards in "), result.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_waiting_for_workers_on_a_cluster_is_bounded():
+    # A cluster that could grow (an autoscaler asked for the workers) is given train.start_timeout_s, then the
+    # same one line; here the embedded Ray stands in for a cluster that did not grow.
+    import ray
+
+    from pipeline.config import ConfigError, RayConfig
+    from pipeline.engine import start_ray
+    from pipeline.train.launch import wait_for_workers
+
+    start_ray(RayConfig(num_cpus=2, object_store_mb=256))
+    try:
+        wait_for_workers({"CPU": 1}, 2, timeout_s=1)  # fits: returns at once
+        with pytest.raises(ConfigError, match=r"^train.workers: 4 CPUs needed, one per worker, and the Ray cluster "
+                                              r"has 2 after waiting 1 s \(train.start_timeout_s\)"):
+            wait_for_workers({"CPU": 1}, 4, timeout_s=1)
+    finally:
+        ray.shutdown()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import shutil
 import time
 from concurrent.futures import Future
@@ -26,15 +25,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-COMPLETE = re.compile(r"step-(\d{8})$")
-
-
-def complete_checkpoints(folder: Path) -> list[Path]:
-    """Complete checkpoints in `folder`, oldest first."""
-    found = [p for p in folder.glob("step-*") if COMPLETE.match(p.name) and (p / ".metadata").exists()
-             and (p / "state.json").exists()] if folder.exists() else []
-    return sorted(found, key=lambda p: int(COMPLETE.match(p.name).group(1)))
-
+from pipeline.train.resume import complete_checkpoints
 
 def rng_states() -> dict:
     """Tensors, numbers and strings only, so that loading needs no unpickling (`weights_only=True`)."""

@@ -8,6 +8,7 @@ and, at the end, summary.json.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -38,9 +39,13 @@ def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def is_spike(loss: float, previous: list[float], window: int, factor: float) -> bool:
-    """The median rule: a spike when loss > factor * median of the previous `window` losses."""
-    return len(previous) >= window and loss > factor * statistics.median(previous[-window:])
+def spike_median(loss: float, previous: list[float], window: int, factor: float) -> float | None:
+    """The median rule: a spike when loss > factor * median of the previous `window` losses.
+    Returns that median for a spike (it is logged), None otherwise."""
+    if len(previous) < window:
+        return None
+    median = statistics.median(previous[-window:])
+    return median if loss > factor * median else None
 
 
 def corrupt(inputs: torch.Tensor, targets: torch.Tensor, vocab_size: int, seed: int):
@@ -103,7 +108,8 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
 
     # The same seed everywhere: every worker builds the same full model, then keeps its shard.
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_args(cfg.model, data.vocab_size, seq_len)).to(device)
+    args = model_args(cfg.model, data.vocab_size, seq_len)
+    model = Transformer(args).to(device)
     n_params = count_parameters(model)
     distributed.shard_model(model, cfg.precision)
     # No weight decay on gains (RMSNorm weights), as in nanoGPT.
@@ -116,18 +122,15 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
     fp16 = cfg.precision == "fp16"
 
     # Everything a resumed run needs besides tensors and RNG; saved as state.json in each checkpoint.
-    state = {"step": 0, "consumed": 0, "data": data.fingerprint(), "recent_losses": [], "spike_streak": 0,
+    state = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
+             "recent_losses": [], "spike_streak": 0,
              "rollbacks": [], "loss_scale": 2.0 ** 16 if fp16 else 1.0, "good_steps": 0,
              "scheduler": scheduler.state_dict()}
     checkpoints = Checkpointer(folder / "checkpoints", cfg.checkpoint.keep, cfg.checkpoint.async_save)
     log.line(f"model: {n_params:,} parameters, {cfg.precision} compute, fp32 master weights, "
              f"{world} workers on {device.type}, {data.total:,} sequences of {seq_len} tokens")
-    latest = checkpoints.latest()
+    latest = checkpoints.latest()  # it fits these shards and this model: the config check made sure
     if latest:
-        saved = json.loads((latest / "state.json").read_text())
-        if saved.get("data") != state["data"]:  # the curation run was redone since: a new training run
-            raise SystemExit(f"train: {latest} was made on other token shards than {cfg.data}/tokens; "
-                             f"move {folder} away to start a new run")
         state = checkpoints.load(latest, model, optimizer)
         scheduler.load_state_dict(state["scheduler"])
         log.line(f"resumed from {latest} at step {state['step']} (data {data.position(state['consumed'])})")
@@ -212,11 +215,11 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
                      f"{record['tokens_per_s']:,.0f} tokens/s" + (f" | MFU {record['mfu']:.1%}" if peak else ""))
 
         # The median rule. The window is the losses before this step, spikes included.
-        spike = is_spike(loss, state["recent_losses"], cfg.spike.window, cfg.spike.factor)
+        median = spike_median(loss, state["recent_losses"], cfg.spike.window, cfg.spike.factor)
+        spike = median is not None
         state["recent_losses"] = (state["recent_losses"] + [loss])[-cfg.spike.window:]
         state["spike_streak"] = state["spike_streak"] + 1 if spike else 0
         if spike:
-            median = statistics.median(state["recent_losses"][-cfg.spike.window - 1:-1])
             log.line(f"step {step}: loss spike, {loss:.4f} > {cfg.spike.factor} x median {median:.4f}")
             log.metrics({"event": "spike", "step": step, "loss": loss, "median": median})
         if cfg.spike.persist and state["spike_streak"] >= cfg.spike.persist:
@@ -226,12 +229,13 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
                 state["spike_streak"] = 0
             else:
                 # Back to the checkpoint's weights, and on past the batches that led into the spike.
-                resume_at = state["consumed"]
+                resume_at, rollbacks = state["consumed"], state["rollbacks"]
                 state = checkpoints.load(target, model, optimizer)
                 scheduler.load_state_dict(state["scheduler"])
                 skipped = [state["consumed"] // batch, resume_at // batch - 1]
                 rollback = {"spike_step": step, "to_step": state["step"], "skipped_batches": skipped}
-                state["rollbacks"].append(rollback)
+                # The checkpoint's list lacks the rollbacks since it was saved (to it, too): keep ours.
+                state["rollbacks"] = rollbacks + [rollback]
                 state["consumed"] = resume_at
                 last_saved = state["step"]
                 log.line(f"step {step}: rolled back to step {state['step']} ({target.name}), "

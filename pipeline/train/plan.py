@@ -23,10 +23,13 @@ TOKENS_PER_PARAMETER = 20  # compute-optimal (Chinchilla)
 
 
 def parse_count(text: str) -> float:
-    """'7.5B', '125M', '300k', '1.2T' or a plain number."""
+    """'7.5B', '125M', '300k', '1.2T' or a plain number; ValueError unless it is finite and above 0."""
     text = str(text).strip().upper()
     scale = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}.get(text[-1:], 1)
-    return float(text[:-1] if scale != 1 else text) * scale
+    count = float(text[:-1] if scale != 1 else text) * scale
+    if not 0 < count < math.inf:  # also refuses nan
+        raise ValueError(f"expected a count above 0, got {text!r}")
+    return count
 
 
 def zero_bytes_per_gpu(params: float, gpus: int) -> dict[int, float]:
@@ -55,7 +58,7 @@ def wasted_fraction(save_seconds: float, mtbf_seconds: float, interval_seconds: 
 
 def plan(params: float, gpus: int, tokens: float | None = None, peak_tflops: float = 989.0, mfu: float = 0.4,
          save_seconds: float | None = None, mtbf_hours: float | None = None) -> dict:
-    tokens = tokens or TOKENS_PER_PARAMETER * params
+    tokens = TOKENS_PER_PARAMETER * params if tokens is None else tokens
     flops = training_flops(params, tokens)
     hours = gpu_hours(flops, peak_tflops, mfu)
     result = {
