@@ -160,6 +160,14 @@ def test_fp16_with_loss_scaling_and_checkpoint_interval_by_youngs_rule(corpus, t
     assert json.loads((data / "train" / "summary.json").read_text())["compute_dtype"] == "torch.float16"
 
 
+def test_fp32_compute_trains_without_loss_scaling(corpus, tmp_path):
+    data = fresh_run(corpus, tmp_path / "out")
+    train(corpus, data, "--set", "train.precision=fp32", "--set", "train.steps=6")
+    steps, _ = metrics(data)
+    assert sorted(steps) == list(range(1, 7)) and steps[6]["loss"] < steps[1]["loss"]
+    assert json.loads((data / "train" / "summary.json").read_text())["compute_dtype"] == "torch.float32"
+
+
 def test_precision_policy_and_global_grad_norm_across_shards(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
