@@ -69,7 +69,7 @@ def warcio_counts(path) -> tuple[int, int]:
 def test_schema_columns_in_order():
     assert DOCUMENT_SCHEMA.names == [
         "order", "id", "url", "source", "file", "offset", "date", "record_type", "content_type",
-        "http_charset", "html", "stage", "reason", "detail", "dup_of",
+        "http_charset", "html", "stage", "reason", "detail", "dup_of", "text", "charset",
     ]
     assert DOCUMENT_SCHEMA.field("html").type == pa.binary()
     assert DOCUMENT_SCHEMA.field("order").type == pa.int64()
