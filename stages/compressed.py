@@ -70,8 +70,8 @@ def decode_body(stream: BinaryIO, encoding: str, limit: int) -> bytes:
         except (zlib.error, brotli.error, zstd.ZstdError) as error:
             if not out and first.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
                 return first + stream.read(max(0, limit + 1 - len(first)))
-            where = f"after {len(out)} decoded bytes" if out else "from its first byte"
-            raise BodyError(f"not valid {encoding} data {where} ({type(error).__name__}: {error})") from None
+            where = f" after {len(out)} decoded bytes" if out else ""
+            raise BodyError(f"not valid {encoding} data{where} ({type(error).__name__}: {error})") from None
         if decompressor.eof:
             break  # one gzip member or zstd frame, as browsers read it; anything after it is ignored
         data = stream.read(_CHUNK)
