@@ -126,7 +126,8 @@ def kinds() -> dict[str, tuple[bytes, str, list]]:
             around(response(flip(body, len(body) // 2, 16), extra=[("Content-Encoding", encoding)])), "warc",
             [K, ["read:content_encoding", f"'{encoding}': the body is not valid {encoding} data"], K])
     cases.update(zstd_kinds())
-    cases["wet"] = (wet(), "warc.wet.gz", ["warcinfo", [K, "river carries sand"], [K, "\ufffd"], [K, "Page 3"]])
+    cases["wet"] = (wet(), "warc.wet.gz", ["warcinfo", [K, "river carries sand"], [K, "\ufffd"], [K, "Page 3"],
+                                            ["extract:empty", "no text"]])
     cases["wat"] = (wat(), "warc.wat.gz", ["warcinfo", "metadata", "metadata"])
     cases["missing_http_block"] = (around(warc_record(b"", "http://bad.example/2", 2)), "warc",
                                    [K, [M, "no HTTP block"], K])
@@ -214,10 +215,11 @@ def warc_fields(fields: dict[str, str]) -> bytes:
 
 def wet() -> bytes:
     """A Common Crawl WET file: warcinfo, then one `conversion` record of text/plain per page, one gzip
-    member each; the second page's text has a byte that is not UTF-8."""
+    member each; the second page's text has a byte that is not UTF-8, the last has no text."""
     info = warc_record(warc_fields({"software": "crawlbelt fixture", "format": "WARC File Format 1.0"}), "", 0,
                        rec_type="warcinfo", content_type="application/warc-fields")
-    texts = [GOOD_TEXT.encode(), GOOD_TEXT.encode().replace(b"delta", b"delt\xe9"), f"{GOOD_TEXT} Page 3.".encode()]
+    texts = [GOOD_TEXT.encode(), GOOD_TEXT.encode().replace(b"delta", b"delt\xe9"), f"{GOOD_TEXT} Page 3.".encode(),
+             b" \n"]
     return b"".join(gz(r) for r in [info] + [warc_record(t, f"http://good.example/{n}", n, rec_type="conversion",
                                                          content_type="text/plain")
                                           for n, t in enumerate(texts, 1)])

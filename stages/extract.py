@@ -227,8 +227,10 @@ class Extract:
         given = zip(_column(alive, "text"), _column(alive, "charset"))  # rows the reader gave text (WET)
         texts, used, reasons, details = [], [], [], []
         for payload, http_charset, (given_text, given_charset) in zip(payloads, charsets, given):
-            if given_text is not None:
+            if given_text is not None and given_text.strip():  # kept as it is
                 text, charset, reason, detail = given_text, given_charset, None, None
+            elif given_text is not None:  # as a page without text would
+                text, charset, reason, detail = None, None, "extract:empty", "no text in the record"
             else:
                 text, charset, reason, detail = self.extract_one(payload or b"", http_charset)
             texts.append(text)

@@ -92,10 +92,11 @@ def test_wet_text_passes_extraction_untouched(method):
     rows = outcomes(path, extract=Extract(timeout_s=5, method=method))
     with open(path, "rb") as handle:
         payloads = [r.content_stream().read() for r in ArchiveIterator(handle) if r.rec_type == "conversion"]
-    pages = [row for row in rows if row["record_type"] == "conversion"]
-    assert [row["text"] for row in pages] == [p.decode("utf-8", errors="replace") for p in payloads]
+    *pages, blank = [row for row in rows if row["record_type"] == "conversion"]
+    assert [row["text"] for row in pages] == [p.decode("utf-8", errors="replace") for p in payloads[:-1]]
     assert all(row["charset"] == "utf-8" and row["content_type"] == "text/plain" for row in pages)
     assert "\ufffd" in pages[1]["text"]
+    assert blank["reason"] == "extract:empty" and blank["text"] is None
     wat = outcomes(BAD / "wat.warc.wat.gz")
     assert [(row["stage"], row["reason"]) for row in wat] == [(NOT_DOCUMENT, "warcinfo"), *[(NOT_DOCUMENT, "metadata")] * 2]
 
