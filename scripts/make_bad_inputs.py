@@ -125,6 +125,10 @@ def kinds() -> dict[str, tuple[bytes, str, list]]:
         cases[f"content_encoding_{encoding}_corrupt"] = (
             around(response(flip(body, len(body) // 2, 16), extra=[("Content-Encoding", encoding)])), "warc",
             [K, ["read:content_encoding", f"'{encoding}': the body is not valid {encoding} data"], K])
+    # the body stored decoded under its original header, as some crawlers do: taken as it is
+    for encoding in ("gzip", "br", "zstd"):
+        cases[f"content_encoding_{encoding}_label_only"] = (
+            around(response(html, extra=[("Content-Encoding", encoding)])), "warc", [K, K, K])
     cases.update(zstd_kinds())
     cases["wet"] = (wet(), "warc.wet.gz", ["warcinfo", [K, "river carries sand"], [K, "\ufffd"], [K, "Page 3"],
                                             ["extract:empty", "no text"]])
