@@ -60,7 +60,7 @@ def decode_body(stream: BinaryIO, encoding: str, limit: int) -> bytes:
     and is returned as it is. Any other failure raises BodyError."""
     first = stream.read(_CHUNK)
     if encoding in ("", "identity"):
-        return first + stream.read(max(0, limit + 1 - len(first)))
+        return _as_is(first, stream, limit)
     decompressor = _decompressor(encoding, first)
     out = bytearray()
     data = first
@@ -69,13 +69,17 @@ def decode_body(stream: BinaryIO, encoding: str, limit: int) -> bytes:
             out += decompressor.decompress(data, limit + 1 - len(out))
         except (zlib.error, brotli.error, zstd.ZstdError) as error:
             if not out and first.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
-                return first + stream.read(max(0, limit + 1 - len(first)))
+                return _as_is(first, stream, limit)
             where = f" after {len(out)} decoded bytes" if out else ""
             raise BodyError(f"not valid {encoding} data{where} ({type(error).__name__}: {error})") from None
         if decompressor.eof:
             break  # one gzip member or zstd frame, as browsers read it; anything after it is ignored
         data = stream.read(_CHUNK)
     return bytes(out[: limit + 1])
+
+
+def _as_is(first: bytes, stream: BinaryIO, limit: int) -> bytes:
+    return (first + stream.read(max(0, limit + 1 - len(first))))[: limit + 1]
 
 
 def is_zstd_file(head: bytes) -> bool:
