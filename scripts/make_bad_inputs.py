@@ -10,8 +10,8 @@ file order: `kept` (through extraction with text), or the reject reason the read
 stage must give (`read:malformed`, `extract:empty`, ...), plus, for some, a string the detail or the
 text must contain.
 
-Two kinds are too big to commit, and `big_files(folder)` writes them at test time: a 50 MB HTML page
-and a gzip decompression bomb. Kinds about the user's own mistakes (a missing input path, an output
+Four kinds are too big to commit, and `big_files(folder)` writes them at test time: a 50 MB HTML page
+and gzip, brotli and zstd decompression bombs. Kinds about the user's own mistakes (a missing input path, an output
 folder that cannot be written) have no file: tests/test_bad_inputs.py checks their one-line errors.
 
 Everything is built from fixed bytes (no clock, no randomness), so two runs give identical files.
@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import struct
 import sys
 import zlib
 from pathlib import Path
+
+import brotli
+from backports import zstd
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures" / "bad"
@@ -112,6 +116,23 @@ def kinds() -> dict[str, tuple[bytes, str, list]]:
     cases["content_encoding_br"] = (around(response(b"\x1b\x2f\x00\xf8" + zlib.compress(html),
                                                     extra=[("Content-Encoding", "br")])), "warc",
                                     [K, ["read:content_encoding", "'br'"], K])
+    cases["content_encoding_br_valid"] = (around(response(brotli.compress(html), extra=[("Content-Encoding", "br")])),
+                                          "warc", [K, K, K])
+    cases["content_encoding_zstd"] = (around(response(zstd.compress(html), extra=[("Content-Encoding", "zstd")])),
+                                      "warc", [K, K, K])
+    # real compressed bodies with bytes damaged in the middle: named, not passed on as garbage
+    for encoding, body in (("gzip", gz(html)), ("br", brotli.compress(html)), ("zstd", zstd_frame(html))):
+        cases[f"content_encoding_{encoding}_corrupt"] = (
+            around(response(flip(body, len(body) // 2, 16), extra=[("Content-Encoding", encoding)])), "warc",
+            [K, ["read:content_encoding", f"'{encoding}': the body is not valid {encoding} data"], K])
+    # the body stored decoded under its original header, as some crawlers do: taken as it is
+    for encoding in ("gzip", "br", "zstd"):
+        cases[f"content_encoding_{encoding}_label_only"] = (
+            around(response(html, extra=[("Content-Encoding", encoding)])), "warc", [K, K, K])
+    cases.update(zstd_kinds())
+    cases["wet"] = (wet(), "warc.wet.gz", ["warcinfo", [K, "river carries sand"], [K, "\ufffd"], [K, "Page 3"],
+                                            ["extract:empty", "no text"]])
+    cases["wat"] = (wat(), "warc.wat.gz", ["warcinfo", "metadata", "metadata"])
     cases["missing_http_block"] = (around(warc_record(b"", "http://bad.example/2", 2)), "warc",
                                    [K, [M, "no HTTP block"], K])
     cases["status_without_reason"] = (around(response(html, status="200")), "warc", [K, K, K])
@@ -149,6 +170,75 @@ def kinds() -> dict[str, tuple[bytes, str, list]]:
     return cases
 
 
+def flip(data: bytes, at: int, count: int) -> bytes:
+    """`data` with `count` bytes from `at` on inverted."""
+    return data[:at] + bytes(b ^ 0xFF for b in data[at:at + count]) + data[at + count:]
+
+
+def zstd_frame(record: bytes, dictionary: zstd.ZstdDict | None = None) -> bytes:
+    # a checksum in every frame, as the zstd command line writes it: damage in a frame cannot go unseen
+    options = {zstd.CompressionParameter.compression_level: 3, zstd.CompressionParameter.checksum_flag: 1}
+    return zstd.compress(record, options=options, zstd_dict=dictionary)
+
+
+def zstd_dictionary() -> tuple[bytes, zstd.ZstdDict]:
+    """A dictionary trained on pages like the fixture's, and the skippable frame that carries it, written
+    as Wget-AT writes it: magic 0x184D2A5D, the little-endian length, the dictionary zstd-compressed."""
+    samples = [good(n) for n in range(100, 400)]
+    dictionary = zstd.train_dict(samples, 4096)
+    compressed = zstd.compress(dictionary.dict_content)
+    return b"\x5d\x2a\x4d\x18" + struct.pack("<I", len(compressed)) + compressed, dictionary
+
+
+def zstd_kinds() -> dict[str, tuple[bytes, str, list]]:
+    """.warc.zst files, one zstd frame per record: with a dictionary and without, and damaged."""
+    K, M = "kept", "read:malformed"
+    records = [good(1), good(2), good(3)]
+    header, dictionary = zstd_dictionary()
+    with_dictionary = [zstd_frame(r, dictionary) for r in records]
+    plain = [zstd_frame(r) for r in records]
+    middle = with_dictionary[1]
+    return {
+        "zst_dictionary": (header + b"".join(with_dictionary), "warc.zst", [K, K, K]),
+        "zst_no_dictionary": (b"".join(plain), "warc.zst", [K, K, K]),
+        "zst_whole_file": (zstd_frame(b"".join(records)), "warc.zst", [K, K, K]),
+        "zst_cut_frame": (header + with_dictionary[0] + middle[: len(middle) // 2] + with_dictionary[2], "warc.zst",
+                          [K, [M, "corrupt zstd frame"], K]),
+        "zst_flipped_bits": (header + with_dictionary[0] + flip(middle, len(middle) // 2, 4) + with_dictionary[2],
+                             "warc.zst", [K, [M, "corrupt zstd frame"], K]),
+        "zst_cut_file": (b"".join(plain)[:-20], "warc.zst", [K, K, [M, "cut short by the end of the file"]]),
+        # the compressed dictionary is damaged: the frame is named, and so is each frame that needs it
+        "zst_bad_dictionary": (flip(header, 20, 16) + b"".join(with_dictionary), "warc.zst",
+                               [[M, "dictionary frame unreadable"], *[[M, "Dictionary mismatch"]] * 3]),
+    }
+
+
+def warc_fields(fields: dict[str, str]) -> bytes:
+    return "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()
+
+
+def wet() -> bytes:
+    """A Common Crawl WET file: warcinfo, then one `conversion` record of text/plain per page, one gzip
+    member each; the second page's text has a byte that is not UTF-8, the last has no text."""
+    info = warc_record(warc_fields({"software": "crawlbelt fixture", "format": "WARC File Format 1.0"}), "", 0,
+                       rec_type="warcinfo", content_type="application/warc-fields")
+    texts = [GOOD_TEXT.encode(), GOOD_TEXT.encode().replace(b"delta", b"delt\xe9"), f"{GOOD_TEXT} Page 3.".encode(),
+             b" \n"]
+    return b"".join(gz(r) for r in [info] + [warc_record(t, f"http://good.example/{n}", n, rec_type="conversion",
+                                                         content_type="text/plain")
+                                          for n, t in enumerate(texts, 1)])
+
+
+def wat() -> bytes:
+    """A Common Crawl WAT file: warcinfo, then `metadata` records of JSON about each page: no documents."""
+    info = warc_record(warc_fields({"software": "crawlbelt fixture"}), "", 0, rec_type="warcinfo",
+                       content_type="application/warc-fields")
+    metadata = [warc_record(json.dumps({"Envelope": {"WARC-Header-Metadata": {"WARC-Target-URI": f"http://good.example/{n}"}}}).encode(),
+                            f"http://good.example/{n}", n, rec_type="metadata", content_type="application/json")
+                for n in (1, 2)]
+    return b"".join(gz(r) for r in [info, *metadata])
+
+
 def write_all(out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     expected = {}
@@ -161,16 +251,22 @@ def write_all(out: Path) -> dict:
 
 
 def big_files(out: Path) -> dict:
-    """The two kinds too big to commit: a 50 MB HTML page and a gzip bomb (1 GB of zeros in a ~1 MB
-    HTTP payload). Expected outcomes with the default limits."""
+    """The kinds too big to commit: a 50 MB HTML page and gzip, brotli and zstd bombs (1 GB of zeros in
+    an HTTP payload of about 1 MB, 1 KB and 32 KB). Expected outcomes with the default limits."""
     out.mkdir(parents=True, exist_ok=True)
     huge = page("<p>".join([GOOD_TEXT] * (50_000_000 // len(GOOD_TEXT)))).encode()
     (out / "html_50mb.warc").write_bytes(around(response(huge)))
     zeros = zlib.compressobj(9, zlib.DEFLATED, 31)
     bomb = b"".join(zeros.compress(bytes(1 << 20)) for _ in range(1024)) + zeros.flush()
     (out / "decompression_bomb.warc").write_bytes(around(response(bomb, extra=[("Content-Encoding", "gzip")])))
-    return {"html_50mb.warc": [["kept"], ["read:too_large", "payload over"], ["kept"]],
-            "decompression_bomb.warc": [["kept"], ["read:too_large", "payload over"], ["kept"]]}
+    zeros = bytes(1 << 30)
+    (out / "brotli_bomb.warc").write_bytes(around(response(brotli.compress(zeros, quality=1),
+                                                           extra=[("Content-Encoding", "br")])))
+    (out / "zstd_bomb.warc").write_bytes(around(response(zstd.compress(zeros, level=1),
+                                                         extra=[("Content-Encoding", "zstd")])))
+    too_large = [["kept"], ["read:too_large", "payload over"], ["kept"]]
+    return {"html_50mb.warc": too_large, "decompression_bomb.warc": too_large, "brotli_bomb.warc": too_large,
+            "zstd_bomb.warc": too_large}
 
 
 def main(argv: list[str] | None = None) -> int:

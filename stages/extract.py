@@ -1,6 +1,7 @@
 """Decode each HTML payload to text and extract its main content with trafilatura or resiliparse.
 
 Adds `text` and `charset` (the codec actually used) to alive rows, then drops the large `html` column.
+Rows that already have their text (the reader's WET conversion records) pass through untouched.
 Each document gets a time limit (SIGALRM, main thread only), so that one pathological page cannot stall
 a whole batch. Resiliparse's extraction is one call into C++, which the alarm cannot interrupt; it takes
 about a millisecond a page, so only trafilatura really needs the limit.
@@ -180,8 +181,13 @@ def drop_short_lines(text: str, min_words: int = MIN_LINE_WORDS) -> str:
     return cleaned or text
 
 
+def _column(table: pa.Table, name: str) -> list:
+    return table[name].to_pylist() if name in table.column_names else [None] * table.num_rows
+
+
 class Extract:
-    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped.
+    """Stage: `html` (+ `http_charset`) -> `text`, `charset`; the `html` column is dropped. A row that
+    arrives with `text` keeps it and its `charset`.
 
     `favor`, `include_tables` and `fast` are trafilatura's settings (the resiliparse methods ignore them);
     `include_comments` applies to both extractors (resiliparse's `comments`)."""
@@ -217,10 +223,16 @@ class Extract:
     def _compute(self, alive: pa.Table):
         self.load()
         payloads = alive["html"].to_pylist()
-        charsets = alive["http_charset"].to_pylist() if "http_charset" in alive.column_names else [None] * len(payloads)
+        charsets = _column(alive, "http_charset")
+        given = zip(_column(alive, "text"), _column(alive, "charset"))  # rows the reader gave text (WET)
         texts, used, reasons, details = [], [], [], []
-        for payload, http_charset in zip(payloads, charsets):
-            text, charset, reason, detail = self.extract_one(payload or b"", http_charset)
+        for payload, http_charset, (given_text, given_charset) in zip(payloads, charsets, given):
+            if given_text is not None and given_text.strip():  # kept as it is
+                text, charset, reason, detail = given_text, given_charset, None, None
+            elif given_text is not None:  # as a page without text would
+                text, charset, reason, detail = None, None, "extract:empty", "no text in the record"
+            else:
+                text, charset, reason, detail = self.extract_one(payload or b"", http_charset)
             texts.append(text)
             used.append(charset)
             reasons.append(reason)

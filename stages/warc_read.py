@@ -1,10 +1,13 @@
 """Read WARC and ARC files into document rows: one row per record, in file order, never raising.
 
 Every record becomes exactly one row, so that the final counts see the whole file. HTML responses (and
-resource/conversion records) are alive rows carrying their decoded HTTP body in `html`; everything else
-is rejected or marked `not_document` right here. A record warcio cannot parse, or one whose length does
-not match its data, becomes a `read:malformed` row, and reading resumes at the next record boundary
-found in the raw bytes (next gzip member, or next `WARC/1.` / ARC header line).
+resource/conversion records) are alive rows carrying their decoded HTTP body in `html`; WET conversion
+records (text/plain) are alive rows carrying their `text`, which skip extraction; everything else is
+rejected or marked `not_document` right here. Files may be plain, gzip (.warc.gz) or zstd (.warc.zst,
+with or without a dictionary), told apart by their first bytes. A record warcio cannot parse, or one
+whose length does not match its data, becomes a `read:malformed` row, and reading resumes at the next
+record boundary found in the raw bytes (next gzip member or zstd frame, or next `WARC/1.` / ARC header
+line).
 """
 from __future__ import annotations
 
@@ -17,8 +20,10 @@ from typing import BinaryIO, Callable, Iterator
 
 import pyarrow as pa
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataReader
 from warcio.recordloader import ARC2WARCHeadersParser
 
+from stages.compressed import ENCODINGS, ZSTD_MAGIC, BodyError, ZstdFrames, decode_body, is_zstd_file, read_dictionary
 from stages.ledger import NOT_DOCUMENT
 
 DOCUMENT_SCHEMA = pa.schema(
@@ -38,6 +43,9 @@ DOCUMENT_SCHEMA = pa.schema(
         ("reason", pa.string()),
         ("detail", pa.string()),
         ("dup_of", pa.string()),
+        # set here only for records whose payload is already text (WET); the extract stage fills the rest
+        ("text", pa.string()),
+        ("charset", pa.string()),
     ]
 )
 
@@ -57,8 +65,6 @@ _SNIFF_BYTES = 1024
 _MAX_DETAIL = 600
 
 
-# Content-Encodings warcio decodes (brotli only when its module is installed, which crawlbelt does not need).
-_DECODED_ENCODINGS = ("", "identity", "gzip", "x-gzip", "deflate")
 # warcio warnings that describe a problem it repaired, not a broken record.
 _REPAIRED = re.compile(r"Replacing spaces in invalid WARC-Target-URI: [^\n]*\n?")
 
@@ -137,13 +143,20 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
         yield _malformed(path, 0, _describe(error))
         return
     with handle:
-        is_gzip = handle.read(2) == _GZIP_MAGIC[:2]
-        start = 0
+        head = handle.read(4)
+        kind = "zstd" if is_zstd_file(head) else "gzip" if head.startswith(_GZIP_MAGIC[:2]) else "plain"
+        dictionary, start = None, 0
+        if kind == "zstd":
+            dictionary, start, problem = read_dictionary(handle)
+            if problem is not None:  # frames made with the dictionary will not decompress: each is named
+                yield _malformed(path, 0, problem)
         last_offset = -1
         while start is not None:
             handle.seek(start)
-            iterator = _Iterator(handle, arc2warc=True)
+            frames = ZstdFrames(handle, start, dictionary) if kind == "zstd" else None
+            iterator = _Iterator(frames or handle, arc2warc=True)
             iterator.loader.arc_parser = _StableIdArcParser()
+            file_offset = frames.frame_offset if frames else int  # a decompressed position's place in the file
             fresh = True
             bad_offset = None
             while bad_offset is None:
@@ -158,13 +171,16 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                     except StopIteration:
                         break
                     except Exception as error:  # anything warcio raises on a bad record
-                        bad_offset = _next_offset(iterator.offset, last_offset)
-                        what = _describe(error, stderr.getvalue())
-                        if bad_offset != iterator.offset:
-                            what = f"(in the same gzip member as the record at offset {last_offset}) {what}"
+                        found = file_offset(iterator.offset)
+                        bad_offset = _next_offset(found, last_offset)
+                        what = _frame_error(frames, found) or _describe(error, stderr.getvalue())
+                        if bad_offset != found:
+                            member = "zstd frame" if frames else "gzip member"
+                            what = f"(in the same {member} as the record at offset {last_offset}) {what}"
                         row = _malformed(path, bad_offset, what)
                     else:
-                        offset = _next_offset(iterator.offset, last_offset)
+                        found = file_offset(iterator.offset)
+                        offset = _next_offset(found, last_offset)
                         row = {}
                         try:
                             row, problem = _record_row(record, path, offset, max_payload_bytes)
@@ -174,6 +190,8 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                         warnings = _REPAIRED.sub("", stderr.getvalue())
                         if problem is None and warnings.strip():
                             problem = " ".join(warnings.split())
+                        # a zstd frame that fails at its checksum fails after its record was read
+                        problem = _frame_error(frames, found) or problem
                         if problem is not None:
                             bad_offset = offset
                             known = {k: row.get(k) for k in ("url", "date", "record_type", "content_type")}
@@ -181,7 +199,20 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                 last_offset = row["offset"]
                 yield row
             iterator.close()
-            start = None if bad_offset is None else _resync(handle, bad_offset + 1, is_gzip)
+            if frames and frames.error and bad_offset is None:
+                # the records before it were whole; the frame that failed is named on its own
+                bad_offset = frames.error[0]
+                if bad_offset > last_offset:
+                    last_offset = bad_offset
+                    yield _malformed(path, bad_offset, frames.error[1])
+            start = None if bad_offset is None else _resync(handle, bad_offset + 1, kind)
+
+
+def _frame_error(frames: ZstdFrames | None, offset: int) -> str | None:
+    """The zstd problem that made the record at `offset` unreadable, if that is what happened."""
+    if frames is not None and frames.error is not None and frames.error[0] == offset:
+        return frames.error[1]
+    return None
 
 
 def _next_offset(offset: int, last_offset: int) -> int:
@@ -200,7 +231,7 @@ def _skip_leading_blank_lines(iterator: ArchiveIterator) -> None:
             return
 
 
-def _resync(handle, position: int, is_gzip: bool) -> int | None:
+def _resync(handle, position: int, kind: str) -> int | None:
     """The file offset of the next record boundary at or after `position`, or None at the end."""
     overlap = 8192  # a boundary split between two chunks is found in the next one
     while True:
@@ -211,8 +242,8 @@ def _resync(handle, position: int, is_gzip: bool) -> int | None:
             return None
         if not chunk:
             return None
-        if is_gzip:
-            found = chunk.find(_GZIP_MAGIC)
+        if kind != "plain":
+            found = chunk.find(_GZIP_MAGIC if kind == "gzip" else ZSTD_MAGIC)
         else:
             match = _RECORD_START.search(chunk)
             # `^` also matches at the chunk start, which is a line start only right after a newline
@@ -262,21 +293,29 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
     encoding = (http.get_header("Content-Encoding") or "").strip().lower() if http is not None else ""
     if problem is None and record.rec_type in DOCUMENT_TYPES:
         status = http.get_statuscode() if (http is not None and record.rec_type == "response") else None
+        is_text = record.rec_type == "conversion" and mime == "text/plain"  # a WET record: text, no HTML
         if status is not None and not status.startswith("2"):
             row.update(stage=STAGE, reason="read:http_status", detail=f"HTTP status {status}")
-        elif encoding not in _DECODED_ENCODINGS:
+        elif encoding not in ("", "identity", *ENCODINGS):
             row.update(stage=STAGE, reason="read:content_encoding",
-                       detail=f"HTTP Content-Encoding {encoding!r} cannot be decoded (gzip and deflate can)")
+                       detail=f"HTTP Content-Encoding {encoding!r} cannot be decoded ({', '.join(ENCODINGS)} can)")
+        elif mime and not is_text and mime not in HTML_TYPES:
+            row.update(stage=STAGE, reason="read:not_html", detail=f"content type {mime}")
         else:
-            stream = record.content_stream()
-            head = stream.read(_SNIFF_BYTES)
-            if not _is_html(mime, head):
-                row.update(stage=STAGE, reason="read:not_html", detail=f"content type {mime or 'missing'}")
+            try:
+                payload = decode_body(_encoded_body(record), encoding, max_payload_bytes)
+            except BodyError as error:
+                row.update(stage=STAGE, reason="read:content_encoding",
+                           detail=f"HTTP Content-Encoding {encoding!r}: the body is {error}")
             else:
-                payload = head + stream.read(max(0, max_payload_bytes + 1 - len(head)))
                 if len(payload) > max_payload_bytes:
-                    payload = None
                     row.update(stage=STAGE, reason="read:too_large", detail=f"payload over {max_payload_bytes} bytes")
+                elif not (is_text or _is_html(mime, payload[:_SNIFF_BYTES])):
+                    row.update(stage=STAGE, reason="read:not_html", detail="content type missing")
+                elif is_text:
+                    row.update(text=payload.decode("utf-8", errors="replace"), charset="utf-8")
+            if row.get("stage") is not None or is_text:
+                payload = None
     elif problem is None:
         row.update(stage=NOT_DOCUMENT, reason=record.rec_type)
 
@@ -291,6 +330,13 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
     if payload is not None:
         row["html"] = payload
     return row, None
+
+
+def _encoded_body(record) -> BinaryIO:
+    """The record's HTTP body with any chunked Transfer-Encoding removed, still in its Content-Encoding."""
+    if record.http_headers is not None and record.http_headers.get_header("Transfer-Encoding") == "chunked":
+        return ChunkedDataReader(record.raw_stream)
+    return record.raw_stream
 
 
 def _length_problem(value: str | None) -> str | None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from pipeline import belt
 from pipeline.config import ConfigError, RayConfig, load_config
-from stages.extract import Extract
+from stages.extract import METHODS, Extract
 from stages.ledger import NOT_DOCUMENT
 from stages.warc_read import read_warc
 
@@ -72,15 +73,32 @@ def test_each_bad_input_gives_its_named_outcome(name):
 
 
 def test_limits_name_the_big_inputs(tmp_path):
-    """The 50 MB page and the gzip bomb, written here: read:too_large under the default payload limit
-    (the bomb is stopped after max_payload_mb of decompressed bytes); with a payload limit that lets
-    the page through, extract's HTML limit rejects it before parsing."""
+    """The 50 MB page and the gzip, brotli and zstd bombs, written here: read:too_large under the default
+    payload limit (a bomb is stopped after max_payload_mb of decompressed bytes); with a payload limit
+    that lets the page through, extract's HTML limit rejects it before parsing."""
     expected = make_bad_inputs.big_files(tmp_path)
     for name, outcome in expected.items():
         assert_outcomes(outcomes(tmp_path / name), outcome, tmp_path / name)
     rows = outcomes(tmp_path / "html_50mb.warc", max_payload_bytes=60_000_000)
     assert [r["outcome"] for r in rows] == ["kept", "extract:too_large", "kept"]
     assert "over the 5000000-byte limit" in rows[1]["detail"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_wet_text_passes_extraction_untouched(method):
+    """A WET conversion record's payload is the document's text (UTF-8, a bad byte replaced), whatever
+    extraction method runs; WAT metadata records stay non-documents."""
+    path = BAD / "wet.warc.wet.gz"
+    rows = outcomes(path, extract=Extract(timeout_s=5, method=method))
+    with open(path, "rb") as handle:
+        payloads = [r.content_stream().read() for r in ArchiveIterator(handle) if r.rec_type == "conversion"]
+    *pages, blank = [row for row in rows if row["record_type"] == "conversion"]
+    assert [row["text"] for row in pages] == [p.decode("utf-8", errors="replace") for p in payloads[:-1]]
+    assert all(row["charset"] == "utf-8" and row["content_type"] == "text/plain" for row in pages)
+    assert "\ufffd" in pages[1]["text"]
+    assert blank["reason"] == "extract:empty" and blank["text"] is None
+    wat = outcomes(BAD / "wat.warc.wat.gz")
+    assert [(row["stage"], row["reason"]) for row in wat] == [(NOT_DOCUMENT, "warcinfo"), *[(NOT_DOCUMENT, "metadata")] * 2]
 
 
 def test_deeply_nested_html_does_not_stop_the_file(tmp_path):
@@ -137,6 +155,7 @@ def test_one_belt_run_over_the_whole_catalogue_keeps_the_ledger(tmp_path):
                       if row[0].startswith(("read:", "extract:")))
     found = {reason: n for reason, n in counts["rejected_by_reason"].items() if reason.startswith(("read:", "extract:"))}
     assert found == dict(planted)
-    assert counts["kept"] > 0 and counts["not_documents"] == {"warcinfo": 1}
+    not_documents = Counter(row[0] for rows in EXPECTED.values() for row in rows if row[0] in ("warcinfo", "metadata"))
+    assert counts["kept"] > 0 and counts["not_documents"] == dict(not_documents)
     files_with_records = [name for name, rows in EXPECTED.items() if rows]
     assert len(manifest["inputs"]) == len(files_with_records)

@@ -20,9 +20,12 @@ from stages.quality import GopherQuality, GopherRepetition
 from stages.warc_read import DOCUMENT_SCHEMA, ORDER_STRIDE, read_warc
 
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
-# Seeds: small real files of each shape (WARC, gzip per record, whole-file gzip, ARC, chunked, charsets).
+# Seeds: small real files of each shape (WARC, gzip per record, whole-file gzip, ARC, chunked, charsets,
+# br and zstd bodies, zstd per record with a dictionary, whole-file zstd, WET).
 SEED_NAMES = ["content_length_short.warc", "bad_chunked_encoding.warc", "arc_v1.arc", "truncated_gzip_member.warc.gz",
-              "gzip_whole_file.warc.gz", "charset_gbk.warc", "content_encoding_gzip.warc", "status_without_reason.warc"]
+              "gzip_whole_file.warc.gz", "charset_gbk.warc", "content_encoding_gzip.warc", "status_without_reason.warc",
+              "content_encoding_br_valid.warc", "content_encoding_zstd.warc", "zst_dictionary.warc.zst",
+              "zst_whole_file.warc.zst", "wet.warc.wet.gz"]
 SEEDS = [(BAD / name).read_bytes() for name in SEED_NAMES]
 SEEDS.append(gzip.compress(SEEDS[0], mtime=0))  # one more whole-file gzip, of a damaged WARC
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
@@ -68,7 +71,8 @@ def test_mutated_warc_bytes_never_break_the_reader_or_the_stages(data, tmp_path,
     assert all(0 <= row["offset"] < max(1, len(data)) and row["order"] == 3 * ORDER_STRIDE + row["offset"]
                for row in rows)
     for row in rows:
-        assert (row["html"] is not None) == (row["stage"] is None)
+        # an alive row carries its HTML, or (a WET record) its text, never both
+        assert (row["html"] is not None) + (row["text"] is not None) == (row["stage"] is None)
         assert row["stage"] is None or row["reason"], row
         if row["reason"] == "read:malformed":
             assert row["detail"].startswith(f"{path} at offset {row['offset']}: ")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import os
 import re
+import sys
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -69,7 +71,7 @@ def warcio_counts(path) -> tuple[int, int]:
 def test_schema_columns_in_order():
     assert DOCUMENT_SCHEMA.names == [
         "order", "id", "url", "source", "file", "offset", "date", "record_type", "content_type",
-        "http_charset", "html", "stage", "reason", "detail", "dup_of",
+        "http_charset", "html", "stage", "reason", "detail", "dup_of", "text", "charset",
     ]
     assert DOCUMENT_SCHEMA.field("html").type == pa.binary()
     assert DOCUMENT_SCHEMA.field("order").type == pa.int64()
@@ -374,3 +376,45 @@ def test_document_verdicts(tmp_path):
     assert resource["content_type"] == "text/html" and resource["http_charset"] == "utf-8"
     assert rows["http://a/meta"]["stage"] == NOT_DOCUMENT and rows["http://a/meta"]["reason"] == "metadata"
     assert all(row["stage"] != "read" or row["html"] is None for row in rows.values())
+
+
+@pytest.mark.parametrize("dictionary", [False, True], ids=["no dictionary", "dictionary"])
+def test_a_warc_zst_reads_as_its_warc_gz(tmp_path, dictionary):
+    """A real .warc.gz recompressed as .warc.zst (a frame per record, as Wget-AT writes; with its dictionary
+    frame or without) gives the same rows, each at the offset of its frame, and a frame damaged in the
+    middle costs only its own record."""
+    from backports import zstd
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from make_bad_inputs import flip, zstd_frame
+
+    source = realdata() / "dolma__sample-0000.warc.gz"
+    records, data = [], source.read_bytes()
+    while data:  # one gzip member per record
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        records.append(member.decompress(data))
+        data = member.unused_data
+    trained = zstd.train_dict(records, 8192) if dictionary else None
+    header = b""
+    if trained is not None:
+        packed = zstd.compress(trained.dict_content)
+        header = b"\x5d\x2a\x4d\x18" + len(packed).to_bytes(4, "little") + packed
+    frames = [zstd_frame(record, trained) for record in records]
+    offsets = [len(header) + sum(map(len, frames[:i])) for i in range(len(frames))]
+    path = tmp_path / "sample.warc.zst"
+    path.write_bytes(header + b"".join(frames))
+
+    expected = read_rows(source)
+    rows = read_rows(path)
+    assert len(rows) == len(records) > 10
+    assert [row["offset"] for row in rows] == offsets
+    same = ("id", "url", "record_type", "content_type", "html", "stage", "reason")
+    assert [{k: row[k] for k in same} for row in rows] == [{k: row[k] for k in same} for row in expected]
+
+    bad = 5
+    frames[bad] = flip(frames[bad], len(frames[bad]) // 2, 4)
+    path.write_bytes(header + b"".join(frames))
+    rows = read_rows(path)
+    assert [row["offset"] for row in rows] == offsets
+    assert [row["reason"] == "read:malformed" for row in rows] == [i == bad for i in range(len(frames))]
+    assert rows[bad]["detail"].startswith(f"{path} at offset {offsets[bad]}: corrupt zstd frame")
