@@ -227,7 +227,7 @@ def resumable(corpus, uninterrupted, tmp_path_factory):
 
 @pytest.mark.parametrize("arguments, expected", [
     (["--set", "train.lr=-1"], "config error: train.lr: expected a finite number above 0, got -1.0"),
-    (["--set", "train.lr=.nan"], "config error: train.lr: expected a finite number above 0, got nan"),
+    (["--set", "train.lr=.nan"], "config error: train.lr: expected a finite number, got nan"),
     (["--set", "train.min_lr=0.01"], "config error: train.min_lr: expected a number in [0, train.lr = 0.003]"),
     (["--set", "train.beta1=-0.1"], "config error: train.beta1: expected a number in [0, 1), got -0.1"),
     (["--set", "train.beta2=1.5"], "config error: train.beta2: expected a number in [0, 1), got 1.5"),
@@ -236,12 +236,12 @@ def resumable(corpus, uninterrupted, tmp_path_factory):
     (["--set", "train.grad_clip=-1"], "config error: train.grad_clip: expected a finite number above 0"),
     (["--set", "train.peak_tflops=-1"], "config error: train.peak_tflops: expected a finite number above 0 or null"),
     (["--set", "train.max_restarts=-1"], "config error: train.max_restarts: expected an integer >= 0, got -1"),
-    (["--set", "train.start_timeout_s=.inf"], "config error: train.start_timeout_s: expected a finite number >= 0"),
+    (["--set", "train.start_timeout_s=.inf"], "config error: train.start_timeout_s: expected a finite number, got inf"),
     (["--set", "train.seed=-1"], "config error: train.seed: expected an integer in [0, 2^32), got -1"),
     (["--set", "train.steps=0"], "config error: train.steps: expected a positive integer, got 0"),
     (["--set", "train.corrupt_batches=[-1]"], "config error: train.corrupt_batches: expected batch numbers >= 0"),
     (["--set", "train.spike.window=0"], "config error: train.spike.window: expected a positive integer, got 0"),
-    (["--set", "train.spike.factor=.inf"], "config error: train.spike.factor: expected a finite number above 1"),
+    (["--set", "train.spike.factor=.inf"], "config error: train.spike.factor: expected a finite number, got inf"),
     (["--set", "train.spike.persist=-1"], "config error: train.spike.persist: expected an integer >= 0, got -1"),
     (["--set", "train.checkpoint.keep=0"], "config error: train.checkpoint.keep: expected a positive integer"),
     (["--set", "train.checkpoint.mtbf_hours=0"], "config error: train.checkpoint.mtbf_hours: expected a finite number"),
