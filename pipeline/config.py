@@ -102,7 +102,6 @@ class PassResources:
     num_cpus: float = 1.0  # CPUs per task
     memory_mb: int | None = None  # memory reserved per task (a scheduling promise, not a limit); null: none
     concurrency: int | None = None  # most tasks at once; null: as many as the resources allow
-    max_retries: int = 3  # reruns of a task whose worker or node died (or whose output was lost); -1: no limit
 
 
 @dataclass
@@ -708,8 +707,6 @@ def _check_resources(config: Config, name: str) -> None:
     settings = getattr(config.resources, name)
     if not settings.num_cpus > 0 or (settings.memory_mb or 1) < 1 or (settings.concurrency or 1) < 1:
         raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
-    if settings.max_retries < -1:
-        raise ConfigError(f"resources.{name}.max_retries: expected -1 (no limit), 0 or more, got {settings.max_retries}")
 
 
 def _check_output(config: Config) -> None:
