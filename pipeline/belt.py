@@ -177,7 +177,8 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
-        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards))
+        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards),
+                                           reject_text=config.rejects.text)
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:

@@ -111,6 +111,11 @@ class ResourcesConfig:
 
 
 @dataclass
+class RejectsConfig:
+    text: str = "snippet"  # rejects/*.parquet's text column: snippet (first 500 characters), full or none (null)
+
+
+@dataclass
 class ReadConfig:
     batch_size: int = 64  # records per batch out of the reader
     max_payload_mb: float = 10.0
@@ -268,6 +273,7 @@ class Config:
     ray: RayConfig = field(default_factory=RayConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
+    rejects: RejectsConfig = field(default_factory=RejectsConfig)
     read: ReadConfig = field(default_factory=ReadConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     language: LanguageConfig = field(default_factory=LanguageConfig)
@@ -550,6 +556,7 @@ RANGES = {
 MIN_MAX = [("quality.min_words", "quality.max_words"),
            ("quality.min_mean_word_length", "quality.max_mean_word_length")]
 CHOICES = {
+    "rejects.text": ("snippet", "full", "none"),
     "extract.method": EXTRACT_METHODS,
     "extract.favor": ("balanced", "precision", "recall"),
     "language.method": LANGUAGE_METHODS,
