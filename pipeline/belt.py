@@ -303,7 +303,7 @@ def prepare_output(out: Path, fingerprint: str | None = None, kind: str = "run")
         stamp = work / "filter-fingerprint"
         resumable = fingerprint is not None and stamp.is_file() and stamp.read_text() == fingerprint
         for path in [*out.glob(".*.tmp"), *work.iterdir()]:
-            if resumable and path in (stamp, work / "filtered") or path == work / RUN_LOG:
+            if (resumable and path in (stamp, work / "filtered")) or path == work / RUN_LOG:
                 continue  # this run's log (a start-over after a lost node), or a failed run's, which it replaces
             if path.is_dir():
                 shutil.rmtree(path)
