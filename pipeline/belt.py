@@ -33,6 +33,7 @@ from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
 from pipeline.engine import (FilterFiles, NodeWatch, check_resources, files_dataset, filtered_part_name,
                              parquet_dataset, start_clock, start_ray, task_options)
+from pipeline.runlog import RUN_LOG, RunLog
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
@@ -88,24 +89,25 @@ def input_files(config: Config) -> list[tuple[str, str]]:
 def run(config: Config, kind: str = "run") -> dict:
     """Run the belt; returns the manifest (also written to OUTPUT/manifest.json). `kind` ('run' or 'dry-run')
     is written in the output's marker. An s3:// output is built in a local staging folder and uploaded once
-    everything succeeded."""
-    if not storage.is_s3(config.output):
-        return run_into(config, Path(config.output), kind)
-    start_ray(config.ray)
-    if config.storage.staging is None and sum(node["Alive"] for node in ray.nodes()) > 1:
-        # A temporary folder would be on the driver's disk only, while tasks on other nodes write there too.
-        raise OutputError(f"output {config.output!r}: on a cluster of several nodes an s3:// output needs "
-                          "storage.staging, a folder every node sees, to build it in before the upload")
-    staging = Path(config.storage.staging or tempfile.mkdtemp(prefix="crawlbelt-staging-"))
-    manifest = run_into(config, staging, kind)
-    storage.commit_output(staging, config.output, config.storage)
-    log.info("output: uploaded to %s", config.output)
-    if config.storage.staging is None:
-        shutil.rmtree(staging, ignore_errors=True)
-    return manifest
+    everything succeeded. The run's log goes to OUTPUT/run.log (pipeline.runlog)."""
+    with RunLog(config) as run_log:
+        if not storage.is_s3(config.output):
+            return run_into(config, Path(config.output), kind, run_log)
+        start_ray(config.ray)
+        if config.storage.staging is None and sum(node["Alive"] for node in ray.nodes()) > 1:
+            # A temporary folder would be on the driver's disk only, while tasks on other nodes write there too.
+            raise OutputError(f"output {config.output!r}: on a cluster of several nodes an s3:// output needs "
+                              "storage.staging, a folder every node sees, to build it in before the upload")
+        staging = Path(config.storage.staging or tempfile.mkdtemp(prefix="crawlbelt-staging-"))
+        manifest = run_into(config, staging, kind, run_log)
+        storage.commit_output(staging, config.output, config.storage)
+        log.info("output: uploaded to %s", config.output)
+        if config.storage.staging is None:
+            shutil.rmtree(staging, ignore_errors=True)
+        return manifest
 
 
-def run_into(config: Config, out: Path, kind: str = "run") -> dict:
+def run_into(config: Config, out: Path, kind: str, run_log: RunLog) -> dict:
     """The whole belt, writing to the local (or shared) folder `out`. The new output is built in
     `out/_work/output` and replaces the earlier one only once it is complete: a run that fails or is killed
     leaves the earlier output whole.
@@ -120,6 +122,7 @@ def run_into(config: Config, out: Path, kind: str = "run") -> dict:
     start_ray(config.ray)
     check_resources(config.resources, config.ray)  # before anything is written: a task no node fits waits for ever
     prepare_output(out, fingerprint, kind)
+    run_log.open(out / "_work" / RUN_LOG)
     started = time.time()
     with NodeWatch(config.ray.node_lost_timeout_s) as watch:
         for attempt in range(config.ray.node_lost_retries + 1):
@@ -128,7 +131,7 @@ def run_into(config: Config, out: Path, kind: str = "run") -> dict:
                 started = time.time()
             lost_before = set(watch.lost)
             try:
-                return _belt(config, files, out, watch, started, kind)
+                return _belt(config, files, out, watch, started, kind, run_log)
             except OutputError:
                 raise
             except Exception as error:
@@ -148,7 +151,7 @@ def run_into(config: Config, out: Path, kind: str = "run") -> dict:
 
 
 def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWatch, started: float,
-          kind: str) -> dict:
+          kind: str, run_log: RunLog) -> dict:
     work = out / "_work"
     build = work / "output"  # the new output, moved into `out` once complete
     build.mkdir()
@@ -177,7 +180,8 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
-        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards))
+        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards),
+                                           reject_text=config.rejects.text)
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:
@@ -204,7 +208,8 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
     # Report: one self-contained page of plots.
     report.write(build)
 
-    # Commit: the complete new output replaces the earlier one.
+    # Commit: the complete new output, its log too, replaces the earlier one.
+    run_log.move(build / RUN_LOG)
     storage.commit_local(build, out, work / "replaced")
     shutil.rmtree(work, ignore_errors=True)
     log.info("report: %s", out / "report.html")
@@ -298,8 +303,8 @@ def prepare_output(out: Path, fingerprint: str | None = None, kind: str = "run")
         stamp = work / "filter-fingerprint"
         resumable = fingerprint is not None and stamp.is_file() and stamp.read_text() == fingerprint
         for path in [*out.glob(".*.tmp"), *work.iterdir()]:
-            if resumable and path in (stamp, work / "filtered"):
-                continue
+            if (resumable and path in (stamp, work / "filtered")) or path == work / RUN_LOG:
+                continue  # this run's log (a start-over after a lost node), or a failed run's, which it replaces
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():

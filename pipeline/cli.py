@@ -130,6 +130,7 @@ def main(argv=None) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     logging.getLogger("crawlbelt").setLevel(logging.INFO)  # one line per stage and step, with counts
+    logging.captureWarnings(True)  # Python's warnings as log lines: on the console and in run.log
     from pipeline import belt  # imports Ray: only once the config is known to be good
 
     started = time.perf_counter()
@@ -142,17 +143,18 @@ def main(argv=None) -> int:
         print(interrupted_line(config), file=sys.stderr)
         return 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
     except belt.OutputError as exc:
-        print(f"output error: {exc}", file=sys.stderr)
+        print(with_log(f"output error: {exc}", exc), file=sys.stderr)
         return 2
     except belt.NodeLostError as exc:
-        print(f"crawlbelt: error: {exc}", file=sys.stderr)
+        print(with_log(f"crawlbelt: error: {exc}", exc), file=sys.stderr)
         return 1
     except Exception as exc:
         failed = storage_error(exc)
         if failed is None:
-            raise
-        print(f"output error: {failed.filename or config.output}: {failed.strerror}; free space (or fix the "
-              "folder) and run again: files of the filter pass already done are kept", file=sys.stderr)
+            raise  # the traceback ends with the note of where the log is
+        print(with_log(f"output error: {failed.filename or config.output}: {failed.strerror}; free space (or fix "
+                       "the folder) and run again: files of the filter pass already done are kept", exc),
+              file=sys.stderr)
         return 2
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
@@ -174,6 +176,11 @@ def main(argv=None) -> int:
           f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
           f"report: {config.output.rstrip('/')}/report.html")
     return 0
+
+
+def with_log(line: str, error: BaseException) -> str:
+    """A failed run's line, and where its log is, if it has one (belt.run notes it on the error)."""
+    return "; ".join([line, *getattr(error, "__notes__", [])])
 
 
 def _check_dry_run_output(config) -> None:

@@ -102,13 +102,17 @@ class PassResources:
     num_cpus: float = 1.0  # CPUs per task
     memory_mb: int | None = None  # memory reserved per task (a scheduling promise, not a limit); null: none
     concurrency: int | None = None  # most tasks at once; null: as many as the resources allow
-    max_retries: int = 3  # reruns of a task whose worker or node died (or whose output was lost); -1: no limit
 
 
 @dataclass
 class ResourcesConfig:
     filter: PassResources = field(default_factory=PassResources)  # read -> classifier, one task per input file
     encode: PassResources = field(default_factory=PassResources)  # the tokens pass's encode step
+
+
+@dataclass
+class RejectsConfig:
+    text: str = "snippet"  # rejects/*.parquet's text column: snippet (first 500 characters), full or none (null)
 
 
 @dataclass
@@ -269,6 +273,7 @@ class Config:
     ray: RayConfig = field(default_factory=RayConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
+    rejects: RejectsConfig = field(default_factory=RejectsConfig)
     read: ReadConfig = field(default_factory=ReadConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     language: LanguageConfig = field(default_factory=LanguageConfig)
@@ -551,6 +556,7 @@ RANGES = {
 MIN_MAX = [("quality.min_words", "quality.max_words"),
            ("quality.min_mean_word_length", "quality.max_mean_word_length")]
 CHOICES = {
+    "rejects.text": ("snippet", "full", "none"),
     "extract.method": EXTRACT_METHODS,
     "extract.favor": ("balanced", "precision", "recall"),
     "language.method": LANGUAGE_METHODS,
@@ -708,8 +714,6 @@ def _check_resources(config: Config, name: str) -> None:
     settings = getattr(config.resources, name)
     if not settings.num_cpus > 0 or (settings.memory_mb or 1) < 1 or (settings.concurrency or 1) < 1:
         raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
-    if settings.max_retries < -1:
-        raise ConfigError(f"resources.{name}.max_retries: expected -1 (no limit), 0 or more, got {settings.max_retries}")
 
 
 def _check_output(config: Config) -> None:

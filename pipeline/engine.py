@@ -14,6 +14,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 import ray
+from ray.data import TaskPoolStrategy
 from ray.data.context import ShuffleStrategy
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -212,25 +213,24 @@ def filtered_part_name(file_index: int) -> str:
 
 
 def task_options(settings) -> dict:
-    """map_batches options from a pass's `resources` settings (pipeline.config.PassResources)."""
-    # SPREAD: a pass's tasks go to every node with room, not first to the driver's node (Ray's default
-    # packs onto the local node while it has room, which left a worker node idle in the two-node test).
-    # max_retries: Ray reruns a task whose worker or node died, or whose lost output is needed again;
-    # Ray Data's own default is to retry for ever.
-    options = {"num_cpus": settings.num_cpus, "scheduling_strategy": "SPREAD", "max_retries": settings.max_retries}
+    """map_batches options from a pass's `resources` settings (pipeline.config.PassResources), as Ray Data's
+    named parameters (its `**ray_remote_args` are deprecated and go in Ray 2.64)."""
+    # Ray Data spreads tasks whose input is small (here file paths) over every node with room (its SPREAD
+    # default), and reruns a task whose worker or node died, or whose lost output is needed again.
+    options = {"num_cpus": settings.num_cpus, "compute": TaskPoolStrategy(settings.concurrency)}
     if settings.memory_mb:
         options["memory"] = settings.memory_mb * 1024 * 1024
-    if settings.concurrency:
-        options["concurrency"] = settings.concurrency
     return options
 
 
 def write_options(settings) -> dict:
-    """write_parquet options for the write after a pass's map_batches: the same task options, so that Ray
-    Data fuses the write into the pass's tasks (it fuses only operators whose remote args match)."""
+    """write_parquet options for the write after a pass's map_batches: the same CPUs, memory and most tasks
+    at once, so that Ray Data fuses the write into the pass's tasks (it fuses only operators whose remote
+    args and task pool sizes match). Ray 2.60's write_parquet takes them as `ray_remote_args`, which it
+    does not deprecate."""
     options = task_options(settings)
-    concurrency = options.pop("concurrency", None)
-    return {"ray_remote_args": options, "concurrency": concurrency}
+    return {"ray_remote_args": {key: options[key] for key in ("num_cpus", "memory") if key in options},
+            "concurrency": settings.concurrency}
 
 
 def files_dataset(files: list[tuple[int, str, str]]) -> ray.data.Dataset:

@@ -20,7 +20,8 @@ from stages.ledger import NOT_DOCUMENT
 
 DOC_COLUMNS = ["id", "url", "source", "file", "offset", "date", "content_type", "charset", "text", "lang",
                "lang_score", "quality_score"]
-REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of"]
+REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of", "text"]
+SNIPPET_CHARS = 500  # rejects.text: snippet
 COUNT_SCHEMA = pa.schema([("file_index", pa.int64()), ("records", pa.int64()), ("counts", pa.string())])
 PER_DOCUMENT_STAGES = ["read", "extract", "language", "quality", "repetition", "classifier"]
 GLOBAL_STAGES = ["exact_dedup", "near_dedup"]
@@ -38,7 +39,7 @@ def write_atomic(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def write_part(rows: pa.Table, verdicts: pa.Table, out: str) -> pa.Table:
+def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str) -> pa.Table:
     """map_groups op: all rows of one input file in, its docs and rejects parts written, its counts out."""
     rows = rows.sort_by("order")
     file_index = rows["order"][0].as_py() >> 40
@@ -46,7 +47,8 @@ def write_part(rows: pa.Table, verdicts: pa.Table, out: str) -> pa.Table:
     is_document = pc.invert(pc.fill_null(pc.equal(rows["stage"], NOT_DOCUMENT), False))
     documents = rows.filter(is_document)
     kept = documents.filter(pc.is_null(documents["stage"])).select(DOC_COLUMNS)
-    rejected = documents.filter(pc.is_valid(documents["stage"])).select(REJECT_COLUMNS)
+    rejected = documents.filter(pc.is_valid(documents["stage"]))
+    rejected = _with_reject_text(rejected, reject_text).select(REJECT_COLUMNS)
     name = f"part-{file_index:05d}.parquet"
     if kept.num_rows:
         write_atomic(kept, Path(out) / "docs" / name)
@@ -70,6 +72,18 @@ def _with_quality_score(rows: pa.Table) -> pa.Table:
     return rows.append_column("quality_score", pa.nulls(rows.num_rows, pa.float64()))
 
 
+def _with_reject_text(rejected: pa.Table, choice: str) -> pa.Table:
+    """The extracted text as rejects.text says: `full`, its first SNIPPET_CHARS characters (`snippet`), or
+    null (`none`: the column stays, so that rejects/ has one schema whatever the config). Rows rejected
+    before extraction have no text (null)."""
+    text = rejected["text"]
+    if choice == "snippet":
+        text = pc.utf8_slice_codeunits(text, 0, SNIPPET_CHARS)  # code points, as Python's len counts them
+    elif choice == "none":
+        text = pa.nulls(rejected.num_rows, pa.string())
+    return rejected.set_column(rejected.schema.get_field_index("text"), "text", text)
+
+
 def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:
     """Mark the rows the dedup pass rejected (verdicts: order, stage, reason, dup_of)."""
     verdicts = verdicts.filter(pc.is_in(verdicts["order"], rows["order"]))
@@ -88,10 +102,12 @@ def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:
     return rows
 
 
-def write_parts(filtered: ray.data.Dataset, verdicts: pa.Table, out: Path, partitions: int) -> pa.Table:
+def write_parts(filtered: ray.data.Dataset, verdicts: pa.Table, out: Path, partitions: int,
+                reject_text: str) -> pa.Table:
     """Per input file: write its parts and return its counts (one row per file)."""
     counts = filtered.groupby("file", num_partitions=partitions).map_groups(
-        write_part, batch_format="pyarrow", fn_kwargs={"verdicts": verdicts, "out": str(out)})
+        write_part, batch_format="pyarrow",
+        fn_kwargs={"verdicts": verdicts, "out": str(out), "reject_text": reject_text})
     return collect(counts, COUNT_SCHEMA).sort_by("file_index")
 
 

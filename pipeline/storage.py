@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "manifest.json")
+OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "run.log", "manifest.json")
 MARKER = ".crawlbelt"  # in every output crawlbelt writes: {"format": MARKER_FORMAT, "version": ..., "kind": ...}
 MARKER_FORMAT, MARKER_VERSION = "crawlbelt-output", 1
 

@@ -36,8 +36,10 @@ def run_cli(*args, cwd):
     ("sources: [{name: web, input: [x.warc]}]\nlanguage: {method: magic}\n", "language.method: expected one of"),
     ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {num_cpus: 0}}\n", "resources.filter: expected"),
     ("sources: [{name: web, input: [x.warc]}]\nresources: {encode: {cpus: 2}}\n", "unknown key 'resources.encode.cpus'"),
-    ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {max_retries: -2}}\n",
-     "resources.filter.max_retries: expected -1 (no limit), 0 or more"),
+    ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {max_retries: 3}}\n",
+     "unknown key 'resources.filter.max_retries'"),
+    ("sources: [{name: web, input: [x.warc]}]\nrejects: {text: short}\n",
+     "rejects.text: expected one of snippet, full, none, got 'short'"),
     ("sources: [{name: web, input: [x.warc]}]\nray: {node_lost_timeout_s: 0}\n", "ray.node_lost_timeout_s: expected"),
 ])
 def test_config_errors_name_the_key_exit_2_and_write_nothing(tmp_path, text, expected):

@@ -87,7 +87,7 @@ def test_s3_input_and_output(s3_server, tmp_path):
     listed = {i.path.removeprefix("curated/run1/") for i in s3.get_file_info(pafs.FileSelector("curated/run1", recursive=True))
               if i.type == pafs.FileType.File}
     outputs = manifest["outputs"]
-    top = {".crawlbelt", "manifest.json", "report.html"}
+    top = {".crawlbelt", "manifest.json", "report.html", "run.log"}
     assert set(outputs["docs"] + outputs["rejects"] + outputs["tokens"]) | top == listed
     kept = sum(pq.read_table(f"curated/run1/{p}", filesystem=s3).num_rows for p in outputs["docs"])
     assert kept == counts["kept"] > 0
