@@ -287,7 +287,11 @@ class Config:
     packing: PackingConfig = field(default_factory=PackingConfig)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The settings as written into manifest.json and run.log: a secret key is not shown."""
+        settings = dataclasses.asdict(self)
+        if settings["storage"]["secret_access_key"]:
+            settings["storage"]["secret_access_key"] = "(not shown)"
+        return settings
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,10 +33,7 @@ class RunLog(logging.Handler):
         self.path: Path | None = None
         self.file = None
         self.waiting: list[str] = []
-        settings = config.to_dict()
-        if settings["storage"]["secret_access_key"]:
-            settings["storage"]["secret_access_key"] = "(not shown)"
-        resolved = yaml.safe_dump(settings, sort_keys=False, allow_unicode=True)
+        resolved = yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True)
         self.write(datetime.now(), "INFO crawlbelt: config (resolved):\n" + textwrap.indent(resolved, "  "))
 
     def __enter__(self) -> RunLog:

@@ -279,3 +279,11 @@ def test_validate_reports_every_problem_at_once_and_writes_nothing(tmp_path):
            f"{sum(p.stat().st_size for p in warcs):,} bytes" in good.stdout
     assert f"write: {tmp_path / 'out'} (a new output)" in good.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_secret_key_in_the_config_is_not_written_into_the_manifest_or_log(tmp_path):
+    config = load_config(str(SAMPLE), output=str(tmp_path / "out"),
+                         overrides=["storage.access_key_id=AKIA", "storage.secret_access_key=do-not-show"])
+    written = config.to_dict()  # what manifest.json and run.log hold
+    assert written["storage"] == {**written["storage"], "access_key_id": "AKIA", "secret_access_key": "(not shown)"}
+    assert config.storage.secret_access_key == "do-not-show"  # the run itself still uses it
