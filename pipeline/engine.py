@@ -30,25 +30,38 @@ log = logging.getLogger("crawlbelt")
 
 
 def start_ray(settings: RayConfig) -> None:
-    """Join the cluster named by the config or RAY_ADDRESS, else start an embedded Ray sized for a small machine."""
+    """Join the cluster named by the config or RAY_ADDRESS, else start an embedded Ray sized for a small machine,
+    and log which one it is."""
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     address = settings.address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, log_to_driver=False)
+        # The job's working directory stays the driver's: its tasks run the crawlbelt installed on their node.
+        # Ray unpacks a working directory afresh for each node's first task, removing the copy at that path,
+        # which nodes on one machine share: the driver's own (docs/design.md, "A submitted job's working
+        # directory"). The override lets this driver's runtime_env replace the submitted job's.
+        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+        ray.init(address=address, runtime_env={"working_dir": None}, log_to_driver=False)
+        nodes = sum(node["Alive"] for node in ray.nodes())
+        log.info("ray: joined the cluster at %s (%d nodes, %g CPUs)", address, nodes,
+                 ray.cluster_resources().get("CPU", 0))
     else:
         # Without this Ray may bind another interface's address instead of loopback.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         # An embedded Ray listens on loopback only and lives as long as this process: no token needed.
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        # "local": a new Ray of this process's own; without an address ray.init() joins the machine's latest
+        # `ray start` cluster, even one killed since, whose address file it left behind.
         ray.init(
+            address="local",
             num_cpus=settings.num_cpus,
             object_store_memory=settings.object_store_mb * 1024 * 1024,
             include_dashboard=False,
             log_to_driver=False,
             logging_level=logging.WARNING,
         )
+        log.info("ray: embedded on this machine, %g CPUs", ray.cluster_resources().get("CPU", 0))
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled"
     context = ray.data.DataContext.get_current()
