@@ -94,6 +94,7 @@ def test_the_readme_two_node_procedure_as_written(tmp_path):
             if " pipeline submit " in command:
                 job_id = re.search(r"submit: job (\S+):", said).group(1)
                 assert f"Job '{job_id}' succeeded" in said, said[-6000:]
+                assert "crawlbelt: ray: joined the cluster at " in said, said[-6000:]
             if " job status " in command:
                 assert f"'{job_id}' succeeded" in said, said
         _, left = shell.run("ps -e -o comm=")
