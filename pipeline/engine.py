@@ -31,19 +31,28 @@ log = logging.getLogger("crawlbelt")
 
 
 def start_ray(settings: RayConfig) -> None:
-    """Join the cluster named by the config or RAY_ADDRESS, else start an embedded Ray sized for a small machine."""
+    """Join the cluster named by the config or RAY_ADDRESS, else start an embedded Ray sized for a small machine
+    (check_resources then logs which)."""
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     address = settings.address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, log_to_driver=False)
+        # The job's working directory stays the driver's: its tasks run the crawlbelt installed on their node.
+        # Ray unpacks a working directory afresh for each node's first task, removing the copy at that path,
+        # which nodes on one machine share: the driver's own (docs/design.md, "A submitted job's working
+        # directory"). The override lets this driver's runtime_env replace the submitted job's.
+        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+        ray.init(address=address, runtime_env={"working_dir": None}, log_to_driver=False)
     else:
         # Without this Ray may bind another interface's address instead of loopback.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         # An embedded Ray listens on loopback only and lives as long as this process: no token needed.
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        # "local": a new Ray of this process's own; without an address ray.init() joins the machine's latest
+        # `ray start` cluster, even one killed since, whose address file it left behind.
         ray.init(
+            address="local",
             num_cpus=settings.num_cpus,
             object_store_memory=settings.object_store_mb * 1024 * 1024,
             include_dashboard=False,
@@ -67,8 +76,10 @@ def start_ray(settings: RayConfig) -> None:
 def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: float = 2.0) -> None:
     """Before any work: some node of the cluster can run a task of each pass (resources.filter, .encode);
     else Ray would wait for ever. A joined cluster (which an autoscaler may grow) gets `resource_wait_s`
-    to have such a node; then, as at once on an embedded Ray, ConfigError names the key and the nodes."""
-    joined = bool(settings.address or os.environ.get("RAY_ADDRESS"))
+    to have such a node; then, as at once on an embedded Ray, ConfigError names the key and the nodes.
+    Once they fit, it logs which Ray the run uses (after the checks: a config error stays one line)."""
+    address = settings.address or os.environ.get("RAY_ADDRESS")
+    joined = bool(address)
     deadline = time.monotonic() + (settings.resource_wait_s if joined else 0.0)
     said = False
     while True:
@@ -76,6 +87,7 @@ def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: flo
         unmet = [name for name in ("filter", "encode") if not any(_fits(getattr(resources, name), node)
                                                                       for node in nodes)]
         if not unmet:
+            log.info("ray: %s", _ray_in_use(address, nodes))
             return
         key, asked = _unmet_request(f"resources.{unmet[0]}", getattr(resources, unmet[0]), nodes)
         if time.monotonic() >= deadline:
@@ -103,6 +115,13 @@ def _unmet_request(key: str, settings, nodes: list[dict]) -> tuple[str, str]:
     if not any(node.get("memory", 0) >= settings.memory_mb * 1024 * 1024 for node in nodes):
         return f"{key}.memory_mb", memory
     return key, f"{cpus} and {memory} on one node"
+
+
+def _ray_in_use(address: str | None, nodes: list[dict]) -> str:
+    cpus = sum(node.get("CPU", 0) for node in nodes)
+    if address:
+        return f"joined the cluster at {address}, {len(nodes)} nodes, {cpus:g} CPUs"
+    return f"embedded on this machine, {cpus:g} CPUs"
 
 
 def _describe_nodes(nodes: list[dict]) -> str:

@@ -3,7 +3,8 @@
 It calls `ray job submit` with the config's folder as the job's working directory and the same entrypoint
 as on one machine (`python -m pipeline run CONFIG.yaml ...`), so the job id, its status and its logs are
 the ones Ray shows (`ray job status ID`, `ray job logs ID`, the dashboard). The cluster's nodes need
-crawlbelt installed (docker/Dockerfile); the working directory carries only the config and its folder.
+crawlbelt installed (docker/Dockerfile): the working directory is the driver's, and the job's tasks run the
+crawlbelt of their node (pipeline.engine.start_ray; docs/design.md).
 """
 from __future__ import annotations
 

@@ -38,12 +38,17 @@ def cluster_env() -> dict:
 
 
 class LocalCluster:
-    def __init__(self, head_cpus: int = 1, worker_cpus: int = 1, object_store_mb: int = 200):
+    """A head node and, unless worker_cpus is None, a worker node."""
+
+    def __init__(self, head_cpus: int = 1, worker_cpus: int | None = 1, object_store_mb: int = 200):
         self.head_cpus, self.worker_cpus, self.store = head_cpus, worker_cpus, object_store_mb * 1024 * 1024
-        # A short temp dir: Ray's unix socket paths must stay under about 100 characters.
+        # The cluster's RAY_TMPDIR: Ray's files, and the address file `ray start` writes, go to TEMP_DIR/ray
+        # rather than the machine's /tmp/ray, where every other Ray of the machine would find it. Short: Ray's
+        # unix socket paths must stay under about 100 characters.
         self.temp_dir = tempfile.mkdtemp(prefix="cb-ray-", dir="/tmp")
         self.head = self.worker = None
         self.log = Path(self.temp_dir) / "ray-start.log"
+        self.address_file = Path(self.temp_dir) / "ray" / "ray_current_cluster"
 
     def _node_ports(self) -> list[str]:
         node, objects, agent, agent_grpc, metrics, env_agent = free_ports(6)
@@ -55,8 +60,8 @@ class LocalCluster:
 
     def _start(self, args: list[str]) -> subprocess.Popen:
         with open(self.log, "a") as log:
-            return subprocess.Popen([RAY, "start", *args], env=cluster_env(), stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            return subprocess.Popen([RAY, "start", *args], env={**cluster_env(), "RAY_TMPDIR": self.temp_dir},
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self, timeout: float = 120) -> "LocalCluster":
         gcs, dashboard, client = free_ports(3)
@@ -65,8 +70,11 @@ class LocalCluster:
         self.head = self._start(["--head", f"--port={gcs}", f"--num-cpus={self.head_cpus}",
                                  "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                                  f"--dashboard-port={dashboard}", f"--ray-client-server-port={client}",
-                                 f"--temp-dir={self.temp_dir}", '--resources={"head_node": 1}', *self._node_ports()])
-        self._wait(lambda: len(self.alive_nodes()) == 1, timeout, "the head node")
+                                 '--resources={"head_node": 1}', *self._node_ports()])
+        # `ray start` writes the address file last, after the node is up
+        self._wait(lambda: len(self.alive_nodes()) == 1 and self.address_file.exists(), timeout, "the head node")
+        if self.worker_cpus is None:
+            return self
         self.worker = self._start([f"--address={self.gcs_address}", f"--num-cpus={self.worker_cpus}",
                                    '--resources={"worker_node": 1}', *self._node_ports()])
         self._wait(lambda: len(self.alive_nodes()) == 2, timeout, "the worker node")

@@ -1,5 +1,6 @@
 """A YAML config submitted as a Ray job to a real two-node Ray cluster on loopback (`python -m pipeline submit`)."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -10,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from ray_cluster import RAY, LocalCluster, cluster_env
+from ray_cluster import RAY, LocalCluster, cluster_env, free_ports
 from test_s3 import CREDENTIALS, s3_server  # noqa: F401 (a fixture)
 from test_s3 import client as s3_client
 
@@ -98,6 +99,30 @@ def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3
                           capture_output=True, text=True, env=cluster_env()).stdout
     assert result.returncode != 0
     assert "output error:" in logs and "needs storage.staging" in logs and "Traceback" not in logs, logs[-3000:]
+
+
+@pytest.mark.parametrize("other_ray", ["a running ray start cluster", "a killed cluster's address file"])
+def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(other_ray, tmp_path):
+    """`ray start` writes the cluster's address to RAY_TMPDIR/ray/ray_current_cluster (by default
+    /tmp/ray/...), where ray.init() without an address would find it and join (or fail to join) that cluster.
+    The run is given the cluster's RAY_TMPDIR, so that it would find the file."""
+    other = LocalCluster(head_cpus=1, worker_cpus=None)
+    try:
+        if other_ray == "a running ray start cluster":
+            other.start()
+        else:  # a cluster killed with SIGKILL leaves its file behind, naming a port where nothing listens now
+            other.address_file.parent.mkdir()
+            other.address_file.write_text(f"127.0.0.1:{free_ports(1)[0]}")
+        assert other.address_file.exists()
+        env = {**os.environ, "RAY_TMPDIR": other.temp_dir}
+        env.pop("RAY_ADDRESS", None)
+        result = subprocess.run([sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "out")],
+                                capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+        assert "crawlbelt: ray: embedded on this machine, " in result.stderr, result.stderr[-4000:]
+        assert "joined" not in result.stderr
+    finally:
+        other.stop()
 
 
 class FakeCluster:
