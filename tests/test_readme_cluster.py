@@ -82,7 +82,10 @@ def test_the_readme_two_node_procedure_as_written(tmp_path):
     # machine's /tmp/ray; a short one: Ray's socket paths must stay under about 100 characters.
     ray_tmpdir = tempfile.mkdtemp(prefix="cb-ray-", dir="/tmp")
     env = {**os.environ, "RAY_TMPDIR": ray_tmpdir, "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
+    # A user's shell, not this process's environment: an embedded Ray started by an earlier test set
+    # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 here (engine.start_ray), which makes `ray start --address` refuse.
+    for name in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"):
+        env.pop(name, None)
     shell = Shell(env, timeout=900)
     try:
         job_id = None
