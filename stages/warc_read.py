@@ -16,7 +16,7 @@ import hashlib
 import io
 import os
 import re
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 import pyarrow as pa
 from warcio.archiveiterator import ArchiveIterator
@@ -102,15 +102,21 @@ def read_warc(
 ) -> Iterator[pa.Table]:
     """Yield tables of DOCUMENT_SCHEMA holding every record of the file exactly once, in file order.
     `open_file` opens `path` as a seekable binary file (default: the local file system), e.g. from S3."""
-    rows: list[dict] = []
-    for row in _rows(str(path), max_payload_bytes, open_file or _open_local):
+    yield from document_batches(_rows(str(path), max_payload_bytes, open_file or open_local), path, file_index,
+                                source, batch_size)
+
+
+def document_batches(rows: Iterable[dict], path: str, file_index: int, source: str, batch_size: int) -> Iterator[pa.Table]:
+    """Tables of DOCUMENT_SCHEMA from one file's rows (each with its `offset`), adding order, source and file."""
+    batch: list[dict] = []
+    for row in rows:
         row.update(order=file_index * ORDER_STRIDE + row["offset"], source=source, file=str(path))
-        rows.append(row)
-        if len(rows) >= batch_size:
-            yield _table(rows)
-            rows = []
-    if rows:
-        yield _table(rows)
+        batch.append(row)
+        if len(batch) >= batch_size:
+            yield _table(batch)
+            batch = []
+    if batch:
+        yield _table(batch)
 
 
 def _table(rows: list[dict]) -> pa.Table:
@@ -132,7 +138,7 @@ def _describe(error: BaseException, stderr: str = "") -> str:
     return text
 
 
-def _open_local(path: str) -> BinaryIO:
+def open_local(path: str) -> BinaryIO:
     return open(path, "rb")
 
 

@@ -1,0 +1,269 @@
+"""Read JSONL and Parquet files of documents into document rows, as stages/warc_read reads WARC files:
+every record exactly one row, in file order, never raising for bad content.
+
+A record's text travels in the `text` column, as a WET record's does, so the extract stage keeps it as
+it is. JSONL files may be plain, gzip or zstd, told apart by their first bytes; a record's offset is
+its line's byte offset in the decompressed stream. A line that is not a JSON object with a string text
+field is a `read:malformed` row naming the file and line, and reading goes on with the next line; a
+stream that breaks mid-file (a truncated or corrupt gzip or zstd) ends the file with one such row.
+Lines are read in bounded chunks, so a line over the size limit is counted (`read:too_large`) without
+ever being held whole. A Parquet file is read in batches of the needed columns; a record's offset is
+its row index.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from typing import BinaryIO, Callable, Iterator, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from backports import zstd
+
+from stages.compressed import is_zstd_file
+from stages.warc_read import STAGE, document_batches, open_local, stable_id
+
+_CHUNK = 1 << 20
+_MISSING = object()
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false",
+               type(None): "null", dict: "an object"}
+
+
+class Fields(NamedTuple):
+    """Where a record keeps its text, id and URL (JSONL: a key, or a dotted path like `meta.text`)."""
+
+    text: str = "text"
+    id: str | None = None  # None: ids are derived from file and offset
+    url: str = "url"
+
+
+class _Line(NamedTuple):
+    offset: int  # of its first byte in the decompressed stream
+    number: int  # 1-based
+    data: bytes | None  # without its newline; None when over the size limit
+    size: int
+    ended: bool  # by a newline (else by the end of the stream)
+    broken: str | None = None  # the stream broke inside this line: what happened
+
+
+def read_jsonl(
+    path: str,
+    file_index: int,
+    source: str,
+    batch_size: int = 64,
+    max_payload_bytes: int = 10_000_000,
+    open_file: Callable[[str], BinaryIO] | None = None,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    url_field: str = "url",
+) -> Iterator[pa.Table]:
+    """Yield tables of DOCUMENT_SCHEMA holding every non-blank line of the file exactly once, in order.
+    `open_file` opens `path` as a seekable binary file (default: the local file system), e.g. from S3."""
+    rows = _jsonl_rows(str(path), max_payload_bytes, open_file or open_local, Fields(text_field, id_field, url_field))
+    yield from document_batches(rows, path, file_index, source, batch_size)
+
+
+def read_parquet(
+    path: str,
+    file_index: int,
+    source: str,
+    batch_size: int = 64,
+    max_payload_bytes: int = 10_000_000,
+    open_file: Callable[[str], BinaryIO] | None = None,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    url_field: str = "url",
+) -> Iterator[pa.Table]:
+    """Yield tables of DOCUMENT_SCHEMA holding every row of the file exactly once, in order; a file
+    without a string text column (or not Parquet at all) is one `read:malformed` row."""
+    rows = _parquet_rows(str(path), batch_size, max_payload_bytes, open_file or open_local,
+                         Fields(text_field, id_field, url_field))
+    yield from document_batches(rows, path, file_index, source, batch_size)
+
+
+def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
+    """What keeps a Parquet file of this schema from giving its text column, or None."""
+    if text_field not in schema.names:
+        return f"no column {text_field!r} (columns: {', '.join(schema.names)})"
+    type_ = schema.field(text_field).type
+    if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
+        return f"column {text_field!r} is {type_}, not a string"
+    return None
+
+
+def _malformed(path: str, offset: int, detail: str) -> dict:
+    return dict(id=stable_id(path, offset), offset=offset, stage=STAGE, reason="read:malformed", detail=detail)
+
+
+def _too_large(path: str, offset: int, detail: str) -> dict:
+    return dict(id=stable_id(path, offset), offset=offset, stage=STAGE, reason="read:too_large", detail=detail)
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
+
+
+def _text_row(path: str, offset: int, text: str, record_id, url, date, record_type: str) -> dict:
+    return dict(
+        id=stable_id(path, offset) if record_id is None else str(record_id),
+        url=url if isinstance(url, str) else None,
+        offset=offset,
+        date=date if isinstance(date, str) else None,
+        record_type=record_type,
+        content_type="text/plain",
+        text=text,
+        charset="utf-8",
+    )
+
+
+# JSONL
+
+
+def _jsonl_rows(path: str, limit: int, open_file: Callable[[str], BinaryIO], fields: Fields) -> Iterator[dict]:
+    try:
+        handle = open_file(path)
+    except OSError as error:
+        yield _malformed(path, 0, f"{path}: cannot be opened ({_describe(error)})")
+        return
+    with handle:
+        head = handle.read(4)
+        handle.seek(0)
+        if head.startswith(b"\x1f\x8b"):
+            kind, stream = "gzip", gzip.GzipFile(fileobj=handle)
+        elif is_zstd_file(head):
+            kind, stream = "zstd", zstd.ZstdFile(handle)
+        else:
+            kind, stream = "file", handle
+        for line in _lines(stream, limit, kind):
+            row = _jsonl_row(line, path, limit, fields)
+            if row is not None:
+                yield row
+
+
+def _lines(stream: BinaryIO, limit: int, kind: str) -> Iterator[_Line]:
+    """The stream's lines, read a chunk at a time; a line's bytes are kept only while within `limit`."""
+    start, number, size = 0, 1, 0  # the current line's offset, number and length so far
+    held = bytearray()
+    while True:
+        try:
+            chunk = stream.read(_CHUNK)
+        except Exception as error:  # anything a decompressor raises on bad or missing bytes
+            yield _Line(start, number, None, size, False, f"{kind} stream broken ({_describe(error)})")
+            return
+        if not chunk:
+            break
+        position = 0
+        while (end := chunk.find(b"\n", position)) >= 0:
+            size += end - position
+            if size <= limit:
+                held += chunk[position:end]
+            yield _Line(start, number, bytes(held) if size <= limit else None, size, True)
+            start, number, size, position = start + size + 1, number + 1, 0, end + 1
+            held.clear()
+        size += len(chunk) - position
+        if size <= limit:
+            held += chunk[position:]
+        else:
+            held.clear()
+    if size:
+        yield _Line(start, number, bytes(held) if size <= limit else None, size, False)
+
+
+def _jsonl_row(line: _Line, path: str, limit: int, fields: Fields) -> dict | None:
+    """The row for one line; None for a blank line (no record)."""
+    where = f"{path} line {line.number}"
+    if line.broken is not None:
+        return _malformed(path, line.offset, f"{where}: {line.broken}")
+    if line.data is None:
+        return _too_large(path, line.offset, f"{where}: {line.size} bytes, over the {limit}-byte limit")
+    if not line.data.strip():
+        return None
+    record, problem = _json_object(line.data, first=line.number == 1)
+    if problem is not None and not line.ended:
+        problem = f"last line cut short: {problem}"
+    if problem is None:
+        text = _field(record, fields.text)
+        if text is _MISSING:
+            problem = f'no "{fields.text}" field'
+        elif not isinstance(text, str):
+            problem = f'"{fields.text}" is {_JSON_TYPES.get(type(text), type(text).__name__)}, not a string'
+    if problem is not None:
+        return _malformed(path, line.offset, f"{where}: {problem}")
+    record_id = None if fields.id is None else _field(record, fields.id)
+    return _text_row(path, line.offset, text, None if record_id is _MISSING else record_id,
+                     _field(record, fields.url), record.get("date"), "jsonl")
+
+
+def _json_object(data: bytes, first: bool) -> tuple[dict | None, str | None]:
+    """(the line's JSON object, None) or (None, what is wrong with it)."""
+    try:
+        text = data.decode("utf-8-sig" if first else "utf-8")  # a file may start with a byte order mark
+    except UnicodeDecodeError as error:
+        return None, f"not UTF-8 (byte 0x{data[error.start]:02x} at byte {error.start + 1})"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"not JSON ({error.msg}: column {error.colno})"
+    except (ValueError, RecursionError) as error:  # nested too deep, a number with too many digits
+        return None, f"not JSON ({_describe(error)})"
+    if not isinstance(value, dict):
+        return None, f"not a JSON object ({_JSON_TYPES[type(value)]})"
+    return value, None
+
+
+def _field(record: dict, name: str):
+    """record[name]; for a dotted name absent as a key, e.g. `meta.text`, the nested value. _MISSING if none."""
+    if name in record:
+        return record[name]
+    value = record
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+# Parquet
+
+
+def _parquet_rows(path: str, batch_size: int, limit: int, open_file: Callable[[str], BinaryIO],
+                  fields: Fields) -> Iterator[dict]:
+    try:
+        handle = open_file(path)
+    except OSError as error:
+        yield _malformed(path, 0, f"{path}: cannot be opened ({_describe(error)})")
+        return
+    with handle:
+        try:
+            parquet = pq.ParquetFile(handle)
+        except Exception as error:  # pyarrow's ArrowInvalid for bytes that are not Parquet, or an OSError
+            yield _malformed(path, 0, f"{path}: not a Parquet file ({_describe(error)})")
+            return
+        problem = text_column_problem(parquet.schema_arrow, fields.text)
+        if problem is not None:
+            yield _malformed(path, 0, f"{path}: {problem}")
+            return
+        # the column each role reads, when the file has it
+        wanted = {"text": fields.text, "id": fields.id, "url": fields.url, "date": "date"}
+        columns = {role: name for role, name in wanted.items() if name in parquet.schema_arrow.names}
+        offset = 0
+        try:
+            for batch in parquet.iter_batches(batch_size=batch_size, columns=sorted(set(columns.values()))):
+                values = {role: batch.column(name).to_pylist() for role, name in columns.items()}
+                for i in range(batch.num_rows):
+                    yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
+                    offset += 1
+        except Exception as error:  # a corrupt page or row group: the rows after it cannot be read
+            yield _malformed(path, offset, f"{path} row index {offset}: unreadable ({_describe(error)})")
+
+
+def _parquet_row(path: str, offset: int, limit: int, text_field: str, values: dict) -> dict:
+    text = values["text"]
+    if text is None:
+        return _malformed(path, offset, f"{path} row index {offset}: {text_field!r} is null")
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        return _too_large(path, offset, f"{path} row index {offset}: text of {size} bytes, over the {limit}-byte limit")
+    return _text_row(path, offset, text, values.get("id"), values.get("url"), values.get("date"), "parquet")
