@@ -74,7 +74,7 @@ def warc_record(headers: list[tuple[str, str]], block: bytes) -> bytes:
     digest = base64.b32encode(hashlib.sha1(block).digest()).decode()
     head = "WARC/1.0\r\n" + "".join(f"{name}: {value}\r\n" for name, value in headers)
     head += f"WARC-Block-Digest: sha1:{digest}\r\nContent-Length: {len(block)}\r\n\r\n"
-    return gzip.compress(head.encode("utf-8") + block + b"\r\n\r\n", mtime=0)
+    return gzip.compress(head.encode("utf-8") + block + b"\r\n\r\n", compresslevel=6, mtime=0)
 
 
 def record_id(name: str) -> str:
@@ -104,7 +104,7 @@ def write_all(out: Path, ground_truth: Path = GROUND_TRUTH) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
     lines = jsonl(docs)
     (out / "realhtml.jsonl").write_bytes(lines)
-    (out / "realhtml.jsonl.gz").write_bytes(gzip.compress(lines, mtime=0))
+    (out / "realhtml.jsonl.gz").write_bytes(gzip.compress(lines, compresslevel=6, mtime=0))
     (out / "realhtml.jsonl.zst").write_bytes(zstd.compress(lines))
     table = pa.table({name: [doc[name] for doc in docs] for name in COLUMNS})
     pq.write_table(table, out / "realhtml.parquet", row_group_size=256)
