@@ -86,10 +86,10 @@ def read_parquet(
 def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     """What keeps a Parquet file of this schema from giving its text column, or None."""
     if text_field not in schema.names:
-        return f"no column {text_field!r} (columns: {', '.join(schema.names)})"
+        return f'no column "{text_field}" (columns: {", ".join(schema.names)})'
     type_ = schema.field(text_field).type
     if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
-        return f"column {text_field!r} is {type_}, not a string"
+        return f'column "{text_field}" is {type_}, not a string'
     return None
 
 
@@ -181,16 +181,15 @@ def _jsonl_row(line: _Line, path: str, limit: int, fields: Fields) -> dict | Non
     if not line.data.strip():
         return None
     record, problem = _json_object(line.data, first=line.number == 1)
-    if problem is not None and not line.ended:
-        problem = f"last line cut short: {problem}"
-    if problem is None:
-        text = _field(record, fields.text)
-        if text is _MISSING:
-            problem = f'no "{fields.text}" field'
-        elif not isinstance(text, str):
-            problem = f'"{fields.text}" is {_JSON_TYPES.get(type(text), type(text).__name__)}, not a string'
-    if problem is not None:
-        return _malformed(path, line.offset, f"{where}: {problem}")
+    if record is None:
+        cut_short = "" if line.ended else "last line cut short: "
+        return _malformed(path, line.offset, f"{where}: {cut_short}{problem}")
+    text = _field(record, fields.text)
+    if text is _MISSING:
+        return _malformed(path, line.offset, f'{where}: no "{fields.text}" field')
+    if not isinstance(text, str):
+        found = _JSON_TYPES.get(type(text), type(text).__name__)
+        return _malformed(path, line.offset, f'{where}: "{fields.text}" is {found}, not a string')
     record_id = None if fields.id is None else _field(record, fields.id)
     return _text_row(path, line.offset, text, None if record_id is _MISSING else record_id,
                      _field(record, fields.url), record.get("date"), "jsonl")
@@ -262,7 +261,7 @@ def _parquet_rows(path: str, batch_size: int, limit: int, open_file: Callable[[s
 def _parquet_row(path: str, offset: int, limit: int, text_field: str, values: dict) -> dict:
     text = values["text"]
     if text is None:
-        return _malformed(path, offset, f"{path} row index {offset}: {text_field!r} is null")
+        return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is null')
     size = len(text.encode("utf-8"))
     if size > limit:
         return _too_large(path, offset, f"{path} row index {offset}: text of {size} bytes, over the {limit}-byte limit")

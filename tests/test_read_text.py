@@ -191,10 +191,10 @@ def json_file(path: Path) -> Path:
 
 PARQUET_CASES = [
     ("not Parquet", json_file, ["read:malformed"], "not a Parquet file"),
-    ("no text column", lambda p: parquet_file(p, {"body": ["x"]}), ["read:malformed"], "no column 'text' (columns: body)"),
-    ("text not a string", lambda p: parquet_file(p, {"text": [1, 2]}), ["read:malformed"], "column 'text' is int64, not a string"),
+    ("no text column", lambda p: parquet_file(p, {"body": ["x"]}), ["read:malformed"], 'no column "text" (columns: body)'),
+    ("text not a string", lambda p: parquet_file(p, {"text": [1, 2]}), ["read:malformed"], 'column "text" is int64, not a string'),
     ("null text", lambda p: parquet_file(p, {"text": ["first", None, "third"]}), [None, "read:malformed", None],
-     "row index 1: 'text' is null"),
+     'row index 1: "text" is null'),
 ]
 
 
