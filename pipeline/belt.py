@@ -1,19 +1,18 @@
-"""The whole belt, in order, as built from the config.
+"""A run, pass by pass:
 
-    filter pass   read -> extract -> language -> quality -> repetition -> classifier   (per document)
-    dedup pass    exact dedup -> near dedup                                          (global, on survivors)
-    finalize      docs/ and rejects/, one part per input file, then manifest.json
-    tokens pass   tokenizer -> encode -> mixture -> pack        (curated documents, plus curated Parquet sources)
-    report        report.html
+    filter pass   read -> the per-document stages (pipeline/spec.py)   pipeline/filtering.py, per input file
+    dedup pass    exact dedup -> near dedup (global, on survivors)      pipeline/dedup.py
+    finalize      docs/ and rejects/, one part per input file, then manifest.json   pipeline/finalize.py
+    tokens pass   tokenizer -> encode -> mixture -> pack                pipeline/tokens.py
+    report        report.html                                           pipeline/report.py
     commit        the new output, built in _work/output, replaces the earlier one, manifest.json last
 
-The per-document stages are plain objects from `stages/`; this file only decides their order and how
-Ray Data runs them. Every row keeps moving until finalize: a stage marks a row rejected, it never
-drops it, so the final counts can prove that every record left the belt exactly once.
+Every row keeps moving until finalize: a stage marks a row rejected, it never drops it, so the final
+counts can prove that every record left the belt exactly once. This module starts the engine, runs the
+passes in order, and starts a run over on the nodes left when a node is lost.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -21,69 +20,18 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import ray
 
-from pipeline import dedup, finalize, report, storage, tokens
-from pipeline.config import Config, expand_inputs
-from pipeline.engine import (FilterFiles, NodeWatch, check_resources, files_dataset, filtered_part_name,
-                             parquet_dataset, start_clock, start_ray, task_options)
+from pipeline import dedup, filtering, finalize, report, storage, tokens
+from pipeline.config import Config
+from pipeline.engine import NodeWatch, check_resources, parquet_dataset, start_ray
 from pipeline.runlog import RUN_LOG, RunLog
-from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
-from stages.extract import Extract
-from stages.langid import LanguageId
-from stages.quality import GopherQuality, GopherRepetition
 
 log = logging.getLogger("crawlbelt")
-
-
-def document_stages(config: Config) -> list:
-    """The per-document stages after reading, in belt order."""
-    stages = [
-        Extract(
-            timeout_s=config.extract.timeout_s,
-            favor=config.extract.favor,
-            include_tables=config.extract.include_tables,
-            include_comments=config.extract.include_comments,
-            max_html_bytes=int(config.extract.max_html_mb * 1e6),
-            method=config.extract.method,
-            fast=config.extract.fast,
-        ),
-        LanguageId(
-            method=config.language.method,
-            languages=tuple(config.language.languages),
-            threshold=config.language.threshold,
-            short_text_chars=config.language.short_text_chars,
-            model_path=config.language.model_path,
-        ),
-    ]
-    if config.quality.enabled:
-        rules = {k: v for k, v in vars(config.quality).items() if k != "enabled"}
-        stages.append(GopherQuality(**rules))
-    if config.repetition.enabled:
-        rules = {k: v for k, v in vars(config.repetition).items() if k != "enabled"}
-        stages.append(GopherRepetition(**rules))
-    classifier = config.classifier
-    if classifier.kind == "naive_bayes":
-        stages.append(ClassifierScore(NaiveBayes.from_files(classifier.good_examples, classifier.bad_examples),
-                                      threshold=classifier.threshold))
-    elif classifier.kind == "fasttext":
-        stages.append(ClassifierScore(FastTextClassifier(classifier.model_path, classifier.label),
-                                      threshold=classifier.threshold))
-    return stages
-
-
-def input_files(config: Config) -> list[tuple[str, str]]:
-    """(path, source) of every crawl file, sorted by path: the fixed order documents are numbered in.
-    Sources of curated Parquet skip the curation passes and join at the tokens pass."""
-    files = {path: source.name for source in config.sources if not source.curated()
-             for path in expand_inputs(source.input, config.storage)}
-    return sorted(files.items())
 
 
 def run(config: Config, kind: str = "run") -> dict:
@@ -117,8 +65,8 @@ def run_into(config: Config, out: Path, kind: str, run_log: RunLog) -> dict:
     footers, are not rerun), it starts over on the nodes left, up to `ray.node_lost_retries` times, and then
     fails with one line naming the node (NodeLostError). A run that stops making progress after a loss is
     ended by the NodeWatch itself (engine.NodeWatch)."""
-    files = input_files(config)
-    fingerprint = filter_fingerprint(config, files)
+    files = filtering.input_files(config)
+    fingerprint = filtering.fingerprint(config, files)
     start_ray(config.ray)
     check_resources(config.resources, config.ray)  # before anything is written: a task no node fits waits for ever
     prepare_output(out, fingerprint, kind)
@@ -156,17 +104,17 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
     build = work / "output"  # the new output, moved into `out` once complete
     build.mkdir()
     storage.write_marker(build, kind)
-    clock = start_clock()
     timings = {}
+    filter_seconds = {"stages": {}, "nodes": {}}
 
     if files:
         # Filter pass: every record of every file, through the per-document stages, one Parquet part per file.
         t = time.perf_counter()
-        filter_pass(config, files, work / "filtered", clock)
+        filter_seconds = filtering.run(config, files, work / "filtered")
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
         filtered = parquet_dataset(work / "filtered")
-        log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
+        log.info("filter pass: %d records from %d files, %.1f s", filtering.rows_in(work / "filtered"), len(files),
                  timings["filter_pass"])
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
@@ -181,16 +129,16 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
         part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards),
-                                           reject_text=config.rejects.text)
+                                           reject_text=config.rejects.text, doc_columns=finalize.doc_columns(config))
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:
         part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
 
     manifest = finalize.manifest(
-        config=config, out=build, files=files, records_read=_rows_in(work / "filtered"), part_counts=part_counts,
-        stage_seconds={**ray.get(clock.report.remote()), **dedup_seconds},
-        pass_seconds=timings, wall_seconds=time.time() - started, node_seconds=ray.get(clock.nodes.remote()))
+        config=config, out=build, files=files, records_read=filtering.rows_in(work / "filtered"),
+        part_counts=part_counts, stage_seconds={**filter_seconds["stages"], **dedup_seconds},
+        pass_seconds=timings, wall_seconds=time.time() - started, node_seconds=filter_seconds["nodes"])
     if files:
         for name, row in manifest["stages"].items():
             if "rows_in" in row:
@@ -222,42 +170,6 @@ def stage_line(name: str, row: dict) -> str:
     return f"{name}: {row['rows_in']} in, {row['rejected']} rejected, {took}"
 
 
-def filter_pass(config: Config, files: list[tuple[str, str]], folder: Path, clock) -> None:
-    """Write `folder/file-NNNNNN.parquet` for every input file that has none yet (a killed run's rerun
-    redoes only the files it had not finished; `prepare_output` kept the parts only if nothing that shapes
-    them changed)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(".*.tmp"):  # a file being written when the run was killed
-        stale.unlink()
-    pending = [(i, path, source) for i, (path, source) in enumerate(files)
-               if not (folder / filtered_part_name(i)).exists()]
-    if len(pending) < len(files):
-        log.info("resume: %d of %d files already through the filter pass", len(files) - len(pending), len(files))
-    if pending:
-        filter_files = FilterFiles(document_stages(config), str(folder), config.read.batch_size,
-                                   int(config.read.max_payload_mb * 1e6), clock, config.storage)
-        ray.get(files_dataset(pending).map_batches(filter_files, batch_size=1, batch_format="pyarrow",
-                                                   **task_options(config.resources.filter)).to_arrow_refs())
-
-
-def filter_fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
-    """What the filter pass's parts depend on: the input files (with size and time of local ones) and the
-    settings of the reader and the per-document stages. Parts of a run with another fingerprint are redone."""
-
-    def stamp(path: str, source: str) -> list:
-        stat = os.stat(path) if os.path.exists(path) else None  # s3:// inputs: the URI alone
-        return [path, source, stat and stat.st_size, stat and stat.st_mtime_ns]
-
-    inputs = [stamp(path, source) for path, source in files]
-    sections = {name: asdict(getattr(config, name))
-                for name in ("read", "extract", "language", "quality", "repetition", "classifier")}
-    for name in ("good_examples", "bad_examples", "model_path"):  # files whose content shapes the classifier
-        paths = sections["classifier"].get(name) or []
-        inputs += [stamp(path, "classifier") for path in ([paths] if isinstance(paths, str) else paths)]
-    text = json.dumps({"inputs": inputs, "settings": sections}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _one_line(error: BaseException) -> str:
     """An error in one line: the innermost `SomeError: message` line of its text (Ray nests the original
     error's text inside its own), and the actor it concerns, if any."""
@@ -267,10 +179,6 @@ def _one_line(error: BaseException) -> str:
     line = errors[-1] if errors else f"{type(error).__name__}: {lines[0] if lines else ''}"
     actor = re.search(r"class_name: (\w+)", text)
     return f"{line} (actor {actor.group(1)})" if actor else line
-
-
-def _rows_in(folder: Path) -> int:
-    return 0 if not folder.is_dir() else sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
 
 
 def _alive_only(batch: pa.Table) -> pa.Table:

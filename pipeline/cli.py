@@ -149,6 +149,10 @@ def main(argv=None) -> int:
         print(with_log(f"crawlbelt: error: {exc}", exc), file=sys.stderr)
         return 1
     except Exception as exc:
+        broken = stage_error(exc)
+        if broken is not None:
+            print(with_log(f"stage error: {broken}", exc), file=sys.stderr)
+            return 1
         failed = storage_error(exc)
         if failed is None:
             raise  # the traceback ends with the note of where the log is
@@ -200,12 +204,13 @@ def validate_command(args) -> int:
         for problem in exc.problems:
             print(f"config error: {problem}", file=sys.stderr)
         return 2
-    from pipeline.config import expand_inputs
+    from pipeline.config import input_format
 
     print(f"config {args.config}: no problems found")
     for source in config.sources:
-        files = expand_inputs(source.input, config.storage)
-        kind = "curated Parquet" if source.curated() else "crawl"
+        files = source.files
+        kinds = {"warc": "crawl", "jsonl": "JSONL", "parquet": "Parquet text"}
+        kind = "curated Parquet" if source.curated else "/".join(sorted({kinds[input_format(f, source)] for f in files}))
         print(f"read: source {source.name!r} (weight {source.weight:g}): {len(files)} {kind} files, "
               f"{input_bytes(files, config.storage):,} bytes")
     print(f"write: {config.output} ({output_plan(config)})")
@@ -237,6 +242,13 @@ def interrupted_line(config) -> str:
 
 
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def stage_error(exc: BaseException) -> str | None:
+    """The line of a user stage that broke its contract in a worker (stages.user.StageError), which Ray
+    passes on inside its own error's text."""
+    found = re.findall(r"StageError: (.+)", str(exc))
+    return found[-1].strip() if found else None
 
 
 def storage_error(exc: BaseException) -> OSError | None:

@@ -59,15 +59,38 @@ RAY_OBJECT_STORE_MIN_MB = 75
 @dataclass
 class Source:
     name: str = "web"
-    input: list[str] = field(default_factory=list)  # WARC/ARC or curated .parquet paths or globs (config-relative)
+    input: list[str] = field(default_factory=list)  # paths, folders, globs or s3:// URIs (config-relative)
     weight: float = 1.0  # share of the token budget, relative to the other sources' weights
+    format: str = "auto"  # warc (WARC/ARC/WET), jsonl or parquet; auto: from each file's name
+    text_field: str = "text"  # jsonl and parquet: the field holding the document's text
+    id_field: str | None = None  # jsonl and parquet: the field holding its id; null: made from file and offset
+    url_field: str = "url"  # jsonl and parquet: the field holding its URL, where there is one
+    # Already-curated documents (docs/*.parquet of an earlier run): they skip the filters and the dedup pass
+    # and join at the tokens pass.
+    curated: bool = False
+    select: SelectConfig | None = None  # the tokens pass draws only these documents (by a score)
+    files: list[str] = field(default_factory=list, init=False, repr=False)  # `input` expanded, once, by validation
 
-    def curated(self) -> bool:
-        """Its inputs are already-curated documents (docs/*.parquet of an earlier run), not crawls
-        (validation makes sure a source's files are all one or all the other)."""
-        if any(p.startswith("s3://") for p in self.input):
-            return all(p.endswith(".parquet") for p in self.input)  # judged by name: no listing here
-        return expand_inputs(self.input)[0].endswith(".parquet")
+
+@dataclass
+class SelectConfig:
+    """Which of a source's kept documents the mixture may draw: those with the best `score` (a score column:
+    quality_score, or score_NAME of a scorer), by `top_fraction` of the source's documents or `min_score`."""
+    score: str = "quality_score"
+    top_fraction: float | None = None
+    min_score: float | None = None
+
+
+def input_format(path: str, source: Source) -> str:
+    """How a source's input file is read: its source's `format`, or else by the file's name."""
+    if source.format != "auto":
+        return source.format
+    name = path.lower()
+    if name.endswith((".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson")):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "warc"
 
 
 @dataclass
@@ -269,6 +292,9 @@ class PackingConfig:
 @dataclass
 class Config:
     sources: list[Source] = field(default_factory=list)
+    # The per-document stages in order: built-in names, {scorer: NAME, ...} and {use: module:Class, ...}
+    # entries (pipeline/spec.py, docs/stages.md); null: extract, language, quality, repetition, classifier.
+    stages: list | None = None
     output: str = "out/run"
     ray: RayConfig = field(default_factory=RayConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
@@ -289,6 +315,8 @@ class Config:
     def to_dict(self) -> dict:
         """The settings as written into manifest.json and run.log: a secret key is not shown."""
         settings = dataclasses.asdict(self)
+        for source in settings["sources"]:
+            del source["files"]  # the manifest lists its inputs
         if settings["storage"]["secret_access_key"]:
             settings["storage"]["secret_access_key"] = "(not shown)"
         return settings
@@ -327,7 +355,8 @@ def _build(tp, value, path: str, problems: Problems):
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(value).__name__} {value!r}")
-        hints = typing.get_type_hints(tp)
+        hints = {name: hint for name, hint in typing.get_type_hints(tp).items()
+                 if tp.__dataclass_fields__[name].init}  # the others are filled by validation
         fields = {}
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
@@ -601,6 +630,9 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
         problems.check(_check_min_max, config, low, high)
     problems.check(_check_language, config, base)
     problems.check(_check_classifier, config, base)
+    problems.check(_check_stages, config, base)
+    for i in range(len(config.sources)):
+        problems.check(_check_select, config, i)
     problems.check(_check_dedup, config)
     for name in ("filter", "encode"):
         problems.check(_check_resources, config, name)
@@ -627,22 +659,35 @@ def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
     source = config.sources[i]
     if not source.input:
         raise ConfigError(f"sources[{i}].input: no input given")
-    files = expand_inputs(source.input, config.storage)
+    _choices(source.format, ("auto", "warc", "jsonl", "parquet"), f"sources[{i}].format")
+    source.files = files = expand_inputs(source.input, config.storage)
     for f in files:
         first = owners.setdefault(f, i)
         if first != i:  # its documents would count for one source only, silently
             raise ConfigError(f"sources[{i}].input: {f!r} is also an input of sources[{first}] "
                               f"({config.sources[first].name!r}); list each file under one source")
-    curated = [f.endswith(".parquet") for f in files]
-    if any(curated) and not all(curated):
-        raise ConfigError(f"sources[{i}].input: give either crawls (WARC/ARC) or curated .parquet files, not both")
-    for f in files if all(curated) else ():
-        from pipeline.storage import parquet_file
+    if source.curated:
+        not_parquet = [f for f in files if not f.endswith(".parquet")]
+        if not_parquet:
+            raise ConfigError(f"sources[{i}].input: {not_parquet[0]!r} is not a .parquet file, and a curated source "
+                              "holds the docs/*.parquet of an earlier run")
+    for f in files:
+        if source.curated or input_format(f, source) == "parquet":
+            _check_text_column(config, i, f, "text" if source.curated else source.text_field)
 
-        schema = parquet_file(f, config.storage).schema_arrow
-        text = schema.field("text").type if "text" in schema.names else pa.null()
-        if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
-            raise ConfigError(f"sources[{i}].input: {f!r} has no string column 'text' (expected docs/*.parquet)")
+
+def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
+    from pipeline.storage import parquet_file
+
+    try:
+        schema = parquet_file(path, config.storage).schema_arrow
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ConfigError(f"sources[{i}].input: {path!r} is not a Parquet file ({' '.join(str(exc).split())})") from None
+    text = schema.field(column).type if column in schema.names else pa.null()
+    if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
+        key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
+        raise ConfigError(f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has "
+                          f"{', '.join(schema.names)})")
 
 
 def _fasttext_labels(key: str, path: str) -> list[str]:
@@ -680,30 +725,137 @@ def _check_language(config: Config, base: Path) -> None:
 
 
 def _check_classifier(config: Config, base: Path) -> None:
-    classifier = config.classifier
+    _check_scorer(config.classifier, "classifier", base)
+
+
+def _check_scorer(classifier: ClassifierConfig, key: str, base: Path) -> None:
+    """A classifier's settings (the `classifier` section, or a `{scorer: NAME, ...}` entry of `stages`)."""
+    _choices(classifier.kind, ("naive_bayes", "fasttext", "none"), f"{key}.kind")
     classifier.good_examples = [_resolve(p, base) for p in classifier.good_examples]
     classifier.bad_examples = [_resolve(p, base) for p in classifier.bad_examples]
     if classifier.kind == "naive_bayes":
-        for key in ("good_examples", "bad_examples"):
-            files = getattr(classifier, key)
+        for name in ("good_examples", "bad_examples"):
+            files = getattr(classifier, name)
             if not files:
-                raise ConfigError(f"classifier.{key}: naive_bayes needs example files")
+                raise ConfigError(f"{key}.{name}: naive_bayes needs example files")
             for f in files:
                 if not os.path.isfile(f):
-                    raise ConfigError(f"classifier.{key}: file {f!r} not found")
+                    raise ConfigError(f"{key}.{name}: file {f!r} not found")
     if classifier.kind == "fasttext":
         if classifier.model_path is None:
-            raise ConfigError("classifier.model_path: fasttext needs a model file")
+            raise ConfigError(f"{key}.model_path: fasttext needs a model file")
         classifier.model_path = _resolve(classifier.model_path, base)
         if not os.path.isfile(classifier.model_path):
-            raise ConfigError(f"classifier.model_path: file {classifier.model_path!r} not found")
-        labels = _fasttext_labels("classifier.model_path", classifier.model_path)
+            raise ConfigError(f"{key}.model_path: file {classifier.model_path!r} not found")
+        labels = _fasttext_labels(f"{key}.model_path", classifier.model_path)
         if classifier.label.removeprefix("__label__") not in labels:
-            raise ConfigError(f"classifier.label: {classifier.label!r} is not a label of {classifier.model_path!r} "
+            raise ConfigError(f"{key}.label: {classifier.label!r} is not a label of {classifier.model_path!r} "
                               f"(it has {', '.join(labels[:5])}{', ...' if len(labels) > 5 else ''})")
         if classifier.threshold is not None and not 0 <= classifier.threshold <= 1:
-            raise ConfigError(f"classifier.threshold: expected a probability in [0, 1] for fasttext, "
+            raise ConfigError(f"{key}.threshold: expected a probability in [0, 1] for fasttext, "
                               f"got {classifier.threshold}")
+
+
+def _check_select(config: Config, i: int) -> None:
+    select = config.sources[i].select
+    if select is None:
+        return
+    key = f"sources[{i}].select"
+    if select.top_fraction is None and select.min_score is None:
+        raise ConfigError(f"{key}: give top_fraction, min_score or both")
+    if select.top_fraction is not None and not 0 < select.top_fraction <= 1:
+        raise ConfigError(f"{key}.top_fraction: expected a number in (0, 1], got {select.top_fraction}")
+    if config.sources[i].curated:
+        from pipeline.storage import parquet_file
+
+        for f in config.sources[i].files:
+            if select.score not in parquet_file(f, config.storage).schema_arrow.names:
+                raise ConfigError(f"{key}.score: {f!r} has no column {select.score!r}")
+        return
+    from pipeline import spec
+
+    scores = [c for c, t in spec.added_columns(config).items() if pa.types.is_floating(t) or pa.types.is_integer(t)]
+    if select.score not in scores:
+        raise ConfigError(f"{key}.score: {select.score!r} is not a score the belt's stages add (they add: "
+                          f"{', '.join(scores) or 'none'})")
+
+
+USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold")
+READ_COLUMNS = ("order", "id", "url", "source", "file", "offset", "date", "record_type", "content_type",
+                "http_charset", "html", "stage", "reason", "detail", "dup_of", "text", "charset")  # warc_read's
+RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
+
+
+def _check_stages(config: Config, base: Path) -> None:
+    """The `stages:` list: each entry known and well formed, each user stage importable, set up and keeping the
+    stage contract on a probe batch, names and columns unique, and text extracted before a stage reads it."""
+    if config.stages is None:
+        return
+    from pipeline import spec
+
+    if not config.stages:
+        raise ConfigError("stages: an empty list; leave the key out for the default belt")
+    names, columns = {}, {}
+    for i, entry in enumerate(config.stages):
+        key = f"stages[{i}]"
+        stage = _stage_entry(config, entry, key, base)
+        name = stage.spec.name
+        if name in names or name in RESERVED_NAMES:
+            why = f"{names[name]} has it too" if name in names else "a name of the belt's own passes"
+            raise ConfigError(f"{key}: the stage name {name!r} is taken ({why}); give the entry a `name`")
+        names[name] = key
+        for column in stage.spec.adds:
+            if column in columns:
+                raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which {columns[column]} adds too")
+            if column in READ_COLUMNS and name != "extract":
+                raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which every row has already")
+            columns[column] = key
+    order = [entry if isinstance(entry, str) else None for entry in config.stages]
+    if "extract" in order:
+        reads_text = [e for e in order[:order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
+        if reads_text:
+            raise ConfigError(f"stages: {reads_text[0]!r} reads the text, which `extract` (after it) makes; "
+                              "list extract first")
+    elif any(input_format(f, s) == "warc" for s in config.sources if not s.curated for f in s.files):
+        raise ConfigError("stages: WARC/ARC sources need `extract` (it turns each page's HTML into text)")
+
+
+def _stage_entry(config: Config, entry, key: str, base: Path):
+    """One `stages:` entry as a spec.Stage, or ConfigError naming what is wrong with it."""
+    from pipeline import spec
+    from stages.user import StageError
+
+    if isinstance(entry, str):
+        if entry not in spec.DOCUMENT_STAGES:
+            raise ConfigError(f"{key}: unknown stage {entry!r} (built-in: {', '.join(spec.DOCUMENT_STAGES)}; or "
+                              "{scorer: NAME, kind: ...} or {use: module:Class})")
+        return spec.Stage(spec.DOCUMENT_STAGES[entry], None)
+    if not isinstance(entry, dict) or ("use" in entry) == ("scorer" in entry):
+        raise ConfigError(f"{key}: expected a built-in stage's name, {{scorer: NAME, kind: ...}} or "
+                          f"{{use: module:Class, with: {{...}}}}, got {entry!r}")
+    if "scorer" in entry:
+        name = entry["scorer"]
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ConfigError(f"{key}.scorer: expected a lower-case name (letters, digits, _), got {name!r}")
+        problems = Problems()
+        settings = _build(ClassifierConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
+        problems.raise_any()
+        _check_scorer(settings, key, base)
+        if settings.kind == "none":
+            raise ConfigError(f"{key}.kind: a scorer needs naive_bayes or fasttext")
+        entry.update(dataclasses.asdict(settings))  # the files, resolved
+        return spec.Stage(spec.scorer_spec(name), None, entry)
+    unknown = [k for k in entry if k not in USER_STAGE_KEYS]
+    if unknown:
+        raise ConfigError(f"{key}: unknown key {unknown[0]!r} (known: {', '.join(USER_STAGE_KEYS)})")
+    if not isinstance(entry.get("with") or {}, dict):
+        raise ConfigError(f"{key}.with: expected a mapping of keyword arguments, got {entry['with']!r}")
+    if entry.get("name") is not None and not re.fullmatch(r"[a-z][a-z0-9_]*", str(entry["name"])):
+        raise ConfigError(f"{key}.name: expected a lower-case name (letters, digits, _), got {entry['name']!r}")
+    try:
+        return spec.user_stage(entry, probe=True)
+    except StageError as error:
+        raise ConfigError(f"{key}: {error}") from None
 
 
 def _check_dedup(config: Config) -> None:
@@ -736,7 +888,7 @@ def _check_s3_output(config: Config) -> None:
     from pipeline.storage import output_kind
 
     for i, source in enumerate(config.sources):
-        inside = [f for f in expand_inputs(source.input, config.storage) if f.startswith(config.output.rstrip("/") + "/")]
+        inside = [f for f in source.files if f.startswith(config.output.rstrip("/") + "/")]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output, which this run replaces")
     try:
@@ -753,7 +905,7 @@ def _check_local_output(config: Config) -> None:
 
     out = Path(config.output)
     for i, source in enumerate(config.sources):
-        inside = [f for f in expand_inputs(source.input, config.storage)
+        inside = [f for f in source.files
                   if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")

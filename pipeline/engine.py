@@ -1,13 +1,14 @@
-"""Ray plumbing: starting or joining Ray, the filter pass's per-file task, timing stages, reading the belt's
+"""Ray plumbing: starting or joining Ray, running a pass's functions as Ray Data tasks, reading the belt's
 Parquet back, and watching for lost nodes."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +17,6 @@ import pyarrow.parquet as pq
 import ray
 from ray.data import TaskPoolStrategy
 from ray.data.context import ShuffleStrategy
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 try:  # Ray Data's hook into each execution's scheduling loop (DataProgress)
     from ray.data._internal.execution.execution_callback import ExecutionCallback as _ExecutionCallback
@@ -24,8 +24,6 @@ except ImportError:
     _ExecutionCallback = object
 
 from pipeline.config import ConfigError, RayConfig, ResourcesConfig
-from pipeline.storage import open_input
-from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 log = logging.getLogger("crawlbelt")
 
@@ -130,105 +128,28 @@ def _describe_nodes(nodes: list[dict]) -> str:
                      for (cpus, memory), count in sorted(shapes.items())) or "no node"
 
 
-@ray.remote(num_cpus=0)
-class StageClock:
-    """Sums the seconds each per-document stage spent, over every worker (CPU time of the stage's work),
-    and per node, so that a cluster run shows where its work ran."""
-
-    def __init__(self):
-        self.seconds = defaultdict(float)
-        self.node_seconds = defaultdict(float)
-
-    def add(self, stage: str, seconds: float, node: str | None = None) -> None:
-        self.seconds[stage] += seconds
-        if node is not None:
-            self.node_seconds[node] += seconds
-
-    def report(self) -> dict[str, float]:
-        return dict(self.seconds)
-
-    def nodes(self) -> dict[str, float]:
-        return dict(self.node_seconds)
-
-
 def node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def start_clock():
-    """The run's StageClock, on the driver's own node: a clock on another node would take the run down with
-    that node (its sums are read at the end), while the driver's node going away ends the run anyway."""
-    here = NodeAffinitySchedulingStrategy(node_id(), soft=False)
-    return StageClock.options(scheduling_strategy=here).remote()
+class _PerItem:
+    """map_batches op of map_items: one item (a one-row table) in, the function's result out as JSON."""
+
+    def __init__(self, function: Callable[[dict], dict]):
+        self.function = function
+
+    def __call__(self, items: pa.Table) -> pa.Table:
+        return pa.table({"result": [json.dumps({**self.function(item), "node": node_id()})
+                                    for item in items.to_pylist()]})
 
 
-class Timed:
-    """Runs one stage on a batch, reports its time to the clock, and checks that no row went missing."""
-
-    def __init__(self, stage, clock):
-        self.stage = stage
-        self.clock = clock
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        start = time.perf_counter()
-        out = self.stage(batch)
-        if out.num_rows != batch.num_rows:
-            raise RuntimeError(f"stage {self.stage.name} changed the row count {batch.num_rows} -> {out.num_rows}")
-        self.clock.add.remote(self.stage.name, time.perf_counter() - start, node_id())
-        return out
-
-
-class FilterFiles:
-    """Ray Data op for the filter pass: per input row (file_index, path, source), the file's records are
-    read batch by batch, run through every per-document stage, and written to `folder/file-NNNNNN.parquet`
-    under a temporary name that is renamed once the file is whole. A part is therefore there complete or
-    not at all, and a rerun can skip the files that have one. Returns (file_index, rows) per file."""
-
-    def __init__(self, stages: list, folder: str, batch_size: int, max_payload_bytes: int, clock, storage=None):
-        self.stages = [Timed(stage, clock) for stage in stages]
-        self.folder = Path(folder)
-        self.batch_size = batch_size
-        self.max_payload_bytes = max_payload_bytes
-        self.clock = clock
-        self.storage = storage  # the config's `storage` settings, for s3:// inputs
-
-    def _open(self, path: str):
-        return open_input(path, self.storage)
-
-    def _filter(self, table: pa.Table) -> pa.Table:
-        for stage in self.stages:
-            table = stage(table)
-        return table
-
-    def __call__(self, files: pa.Table) -> pa.Table:
-        done = []
-        for file_index, path, source in zip(*(files[c].to_pylist() for c in ("file_index", "path", "source"))):
-            part = self.folder / filtered_part_name(file_index)
-            tmp = part.with_name(f".{part.name}.tmp")
-            rows, writer = 0, None
-            try:
-                start = time.perf_counter()
-                for table in read_warc(path, file_index, source, self.batch_size, self.max_payload_bytes, self._open):
-                    self.clock.add.remote("read", time.perf_counter() - start, node_id())
-                    table = self._filter(table)
-                    if writer is None:
-                        writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
-                    writer.write_table(table.cast(writer.schema))
-                    rows += table.num_rows
-                    start = time.perf_counter()
-                if writer is None:  # no record at all: the part still says the file is done
-                    table = self._filter(DOCUMENT_SCHEMA.empty_table())
-                    writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
-            finally:
-                if writer is not None:
-                    writer.close()
-            os.replace(tmp, part)
-            done.append((file_index, rows))
-        return pa.table({"file_index": [d[0] for d in done], "rows": [d[1] for d in done]})
-
-
-def filtered_part_name(file_index: int) -> str:
-    return f"file-{file_index:06d}.parquet"
+def map_items(function: Callable[[dict], dict], items: list[dict], resources) -> list[dict]:
+    """`function(item)` for every item, one Ray task per item (as `resources` asks), each result with the
+    `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers."""
+    dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    results = dataset.map_batches(_PerItem(function), batch_size=1, batch_format="pyarrow",
+                                  **task_options(resources))
+    return [json.loads(text) for table in ray.get(results.to_arrow_refs()) for text in table["result"].to_pylist()]
 
 
 def task_options(settings) -> dict:
@@ -250,12 +171,6 @@ def write_options(settings) -> dict:
     options = task_options(settings)
     return {"ray_remote_args": {key: options[key] for key in ("num_cpus", "memory") if key in options},
             "concurrency": settings.concurrency}
-
-
-def files_dataset(files: list[tuple[int, str, str]]) -> ray.data.Dataset:
-    """One row per input file (file_index, path, source), one block each."""
-    rows = [{"file_index": i, "path": path, "source": source} for i, path, source in files]
-    return ray.data.from_items(rows, override_num_blocks=max(1, len(rows)))
 
 
 def parquet_dataset(folder: Path, columns: list[str] | None = None) -> ray.data.Dataset:

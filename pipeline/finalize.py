@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 
+from pipeline import spec
 from pipeline.engine import collect
 from stages.ledger import NOT_DOCUMENT
 
@@ -23,8 +24,8 @@ DOC_COLUMNS = ["id", "url", "source", "file", "offset", "date", "content_type", 
 REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of", "text"]
 SNIPPET_CHARS = 500  # rejects.text: snippet
 COUNT_SCHEMA = pa.schema([("file_index", pa.int64()), ("records", pa.int64()), ("counts", pa.string())])
-PER_DOCUMENT_STAGES = ["read", "extract", "language", "quality", "repetition", "classifier"]
-GLOBAL_STAGES = ["exact_dedup", "near_dedup"]
+# docs/ has these columns whatever the belt; a stage the belt lacks leaves its column null
+OPTIONAL_COLUMNS = {"lang": pa.string(), "lang_score": pa.float64(), "quality_score": pa.float64()}
 
 
 class InvariantError(RuntimeError):
@@ -39,14 +40,20 @@ def write_atomic(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str) -> pa.Table:
+def doc_columns(config) -> list[str]:
+    """docs/'s columns: DOC_COLUMNS, then the columns the belt's other stages add (scores, users' stages')."""
+    return DOC_COLUMNS + [column for column in spec.added_columns(config) if column not in DOC_COLUMNS]
+
+
+def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str,
+               doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
     """map_groups op: all rows of one input file in, its docs and rejects parts written, its counts out."""
     rows = rows.sort_by("order")
     file_index = rows["order"][0].as_py() >> 40
-    rows = _with_quality_score(_apply_verdicts(rows, verdicts))
+    rows = _with_optional_columns(_apply_verdicts(rows, verdicts))
     is_document = pc.invert(pc.fill_null(pc.equal(rows["stage"], NOT_DOCUMENT), False))
     documents = rows.filter(is_document)
-    kept = documents.filter(pc.is_null(documents["stage"])).select(DOC_COLUMNS)
+    kept = documents.filter(pc.is_null(documents["stage"])).select(doc_columns)
     rejected = documents.filter(pc.is_valid(documents["stage"]))
     rejected = _with_reject_text(rejected, reject_text).select(REJECT_COLUMNS)
     name = f"part-{file_index:05d}.parquet"
@@ -65,11 +72,13 @@ def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str) -
     return pa.table({"file_index": [file_index], "records": [rows.num_rows], "counts": [json.dumps(counts)]})
 
 
-def _with_quality_score(rows: pa.Table) -> pa.Table:
-    """docs/ has one schema whatever the config: without a classifier (classifier.kind: none) the score is null."""
-    if "quality_score" in rows.column_names:
-        return rows
-    return rows.append_column("quality_score", pa.nulls(rows.num_rows, pa.float64()))
+def _with_optional_columns(rows: pa.Table) -> pa.Table:
+    """docs/ has one schema whatever the config: without a classifier (classifier.kind: none) the score is
+    null, and so are the language columns of a belt without `language`."""
+    for column, type_ in OPTIONAL_COLUMNS.items():
+        if column not in rows.column_names:
+            rows = rows.append_column(column, pa.nulls(rows.num_rows, type_))
+    return rows
 
 
 def _with_reject_text(rejected: pa.Table, choice: str) -> pa.Table:
@@ -103,11 +112,11 @@ def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:
 
 
 def write_parts(filtered: ray.data.Dataset, verdicts: pa.Table, out: Path, partitions: int,
-                reject_text: str) -> pa.Table:
+                reject_text: str, doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
     """Per input file: write its parts and return its counts (one row per file)."""
     counts = filtered.groupby("file", num_partitions=partitions).map_groups(
         write_part, batch_format="pyarrow",
-        fn_kwargs={"verdicts": verdicts, "out": str(out), "reject_text": reject_text})
+        fn_kwargs={"verdicts": verdicts, "out": str(out), "reject_text": reject_text, "doc_columns": doc_columns})
     return collect(counts, COUNT_SCHEMA).sort_by("file_index")
 
 
@@ -149,7 +158,8 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
 
     stages = {}
     alive = documents
-    for stage in PER_DOCUMENT_STAGES + GLOBAL_STAGES:
+    names = spec.stage_names(config)
+    for stage in names:
         seconds = stage_seconds.get(stage)
         stages[stage] = {"rows_in": alive, "rejected": by_stage.get(stage, 0),
                          "seconds": None if seconds is None else round(seconds, 3)}
@@ -164,7 +174,7 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
             "not_documents": dict(sorted(not_documents.items())),
             "documents": documents,
             "kept": kept,
-            "rejected": {s: by_stage[s] for s in PER_DOCUMENT_STAGES + GLOBAL_STAGES if by_stage.get(s)},
+            "rejected": {s: by_stage[s] for s in names if by_stage.get(s)},
             "rejected_by_reason": dict(sorted(by_reason.items())),
         },
         "invariants": checks,

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import svg
-from pipeline.finalize import GLOBAL_STAGES, PER_DOCUMENT_STAGES
 from pipeline.storage import MARKER
 
 PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "tokens_pass"]
@@ -139,7 +138,7 @@ def _summary(manifest: dict) -> str:
 
 
 def _funnel(manifest: dict) -> str:
-    stages = [s for s in PER_DOCUMENT_STAGES + GLOBAL_STAGES if "rows_in" in manifest["stages"].get(s, {})]
+    stages = [s for s, row in manifest["stages"].items() if "rows_in" in row]  # the belt's stages, in order
     rows = [manifest["stages"][s] for s in stages]
     chart = svg.hbars(f"Documents through the stages ({manifest['counts']['documents']:,} documents)", stages,
                       {"passed on": [r["rows_in"] - r["rejected"] for r in rows],
@@ -225,7 +224,7 @@ def _mixture(manifest: dict) -> str:
 
 def _times(manifest: dict) -> str:
     stages = manifest["stages"]
-    per_doc = [s for s in PER_DOCUMENT_STAGES + GLOBAL_STAGES if (stages.get(s) or {}).get("seconds") is not None]
+    per_doc = [s for s, row in stages.items() if "rows_in" in row and row.get("seconds") is not None]
     passes = [p for p in PASSES if (stages.get(p) or {}).get("seconds") is not None]
     return (svg.img(svg.hbars("Seconds per stage (per-document stages: summed over workers)", per_doc,
                               {"seconds": [stages[s]["seconds"] for s in per_doc]}, unit=" s"), "time per stage")

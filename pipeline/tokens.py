@@ -15,6 +15,7 @@ together from pieces sorted by position, so the shard bytes do not depend on wor
 from __future__ import annotations
 
 import json
+import math
 import logging
 import os
 import shutil
@@ -28,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 
-from pipeline.config import Config, expand_inputs
+from pipeline.config import Config
 from pipeline.engine import collect, task_options, write_options
 from pipeline.finalize import write_atomic
 from pipeline.storage import parquet_file
@@ -54,8 +55,8 @@ def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> li
     kept documents of input file NNNNN), then the curated-Parquet sources' files in config order."""
     found = [(str(p), files[int(p.stem.split("-")[1])][1]) for p in sorted((out / "docs").glob("part-*.parquet"))]
     for source in config.sources:
-        if source.curated():
-            found += [(path, source.name) for path in expand_inputs(source.input, config.storage)]
+        if source.curated:
+            found += [(path, source.name) for path in source.files]
     result, first = [], 0
     for path, source in found:
         metadata = parquet_file(path, config.storage).metadata
@@ -257,6 +258,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
         doc_source[f.first_doc:f.first_doc + f.documents] = names.index(f.source)
     packed_len = np.where(n_tokens > 0, n_tokens + 1, 0)
     members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
+    members = [select_documents(source, m, curated, config.storage) for source, m in zip(config.sources, members)]
     budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
                                  config.mixture.budget_tokens, config.mixture.seed)
     mixture_warnings = repetition_warnings(draws, config.mixture.max_passes)
@@ -344,6 +346,32 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
         "seconds": seconds,
         "checks": checks,
     }
+
+
+def select_documents(source, members: np.ndarray, curated: list[CuratedFile], storage) -> np.ndarray:
+    """The documents of a source the mixture may draw: all of them, or with `select` those with the best
+    score (the top fraction, ties to the earlier document, and/or at least min_score; a null score never
+    qualifies)."""
+    select = source.select
+    if select is None:
+        return members
+    scores = np.concatenate([_scores(f, select.score, storage) for f in curated if f.source == source.name]
+                            or [np.empty(0)])
+    keep = ~np.isnan(scores)
+    if select.min_score is not None:
+        keep &= scores >= select.min_score
+    if select.top_fraction is not None:
+        best = np.argsort(-np.where(keep, scores, -np.inf), kind="stable")[:math.ceil(select.top_fraction * len(scores))]
+        keep &= np.isin(np.arange(len(scores)), best)
+    log.info("mixture: %s: %d of %d documents selected by %s", source.name, int(keep.sum()), len(scores),
+             select.score)
+    return members[keep]
+
+
+def _scores(f: CuratedFile, column: str, storage) -> np.ndarray:
+    """One score per document of a curated file, NaN where it has none."""
+    table = parquet_file(f.path, storage).read(columns=[column])
+    return table[column].cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
 
 
 def _warn(warnings: list[str], line: str) -> None:

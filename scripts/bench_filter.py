@@ -5,7 +5,7 @@
     PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --set extract.method=resiliparse
     PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --repeat 10 --no-datatrove   # memory at 10x input
 
-Ours: the stages `pipeline.belt.document_stages` builds from the config (configs/local.yaml unless --config),
+Ours: the stages `pipeline.spec.document_stages` builds from the config (configs/local.yaml unless --config),
 called directly, batch by batch, on the Arrow tables `stages.warc_read.read_warc` yields (no Ray), then the
 dedup pass's per-batch hashing on the surviving text: its normalization, exact dedup's SHA-1 keys and the MinHash
 signatures.
@@ -104,7 +104,7 @@ def run_ours(files: list[str], config_path: str, overrides: list[str], repeat: i
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.belt import document_stages
+    from pipeline.spec import document_stages
     from pipeline.config import load_config
     from stages.dedup import MinHasher, normalize, sha1_of_normalized
     from stages.warc_read import read_warc

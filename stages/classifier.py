@@ -78,21 +78,22 @@ class FastTextClassifier:
 
 
 class ClassifierScore:
-    """Adds `quality_score`; rejects `classifier:below_threshold` when a threshold is set."""
+    """Adds a score column (`quality_score` for the belt's `classifier`, `score_NAME` for a named scorer);
+    rejects `NAME:below_threshold` when a threshold is set."""
 
-    name = "classifier"
-
-    def __init__(self, model, threshold=None):
+    def __init__(self, model, threshold=None, name: str = "classifier", column: str = "quality_score"):
         self.model = model
         self.threshold = threshold
+        self.name = name
+        self.column = column
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        return run_on_alive(batch, self.name, self._compute, {"quality_score": pa.float64()})
+        return run_on_alive(batch, self.name, self._compute, {self.column: pa.float64()})
 
     def _compute(self, alive: pa.Table):
         scores = [float(self.model.score(text or "")) for text in alive["text"].to_pylist()]
         reasons = details = None
         if self.threshold is not None:
-            reasons = ["classifier:below_threshold" if s < self.threshold else None for s in scores]
+            reasons = [f"{self.name}:below_threshold" if s < self.threshold else None for s in scores]
             details = [f"score {s:.3f} < {self.threshold}" if s < self.threshold else None for s in scores]
-        return {"quality_score": pa.array(scores, pa.float64())}, reasons, details
+        return {self.column: pa.array(scores, pa.float64())}, reasons, details

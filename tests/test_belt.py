@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 import ray
 
-from pipeline import belt
+from pipeline import belt, filtering
 from pipeline.config import RayConfig, load_config
 from pipeline.crawl_sample import EXPECTED, verdicts, write_warc
-from pipeline.engine import StageClock, start_ray
+from pipeline.engine import start_ray
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -169,12 +169,12 @@ def test_extraction_time_limit_holds_inside_ray_workers(tmp_path):
 
 def test_a_rerun_redoes_only_the_files_the_filter_pass_had_not_finished(tmp_path):
     config = load_config(str(CONFIGS / "local.yaml"), output=str(tmp_path / "out"))
-    files = belt.input_files(config)
-    out, clock = tmp_path / "out", StageClock.remote()
-    fingerprint = belt.filter_fingerprint(config, files)
+    files = filtering.input_files(config)
+    out = tmp_path / "out"
+    fingerprint = filtering.fingerprint(config, files)
     folder = out / "_work" / "filtered"
     belt.prepare_output(out, fingerprint)
-    belt.filter_pass(config, files, folder, clock)
+    filtering.run(config, files, folder)
     parts = sorted(folder.glob("*.parquet"))
     assert [p.name for p in parts] == [f"file-{i:06d}.parquet" for i in range(len(files))] and len(files) >= 3
     whole = {p.name: p.read_bytes() for p in parts}
@@ -184,7 +184,7 @@ def test_a_rerun_redoes_only_the_files_the_filter_pass_had_not_finished(tmp_path
     parts[1].unlink()
     (folder / ".file-000001.parquet.tmp").write_bytes(b"half a file")
     belt.prepare_output(out, fingerprint)
-    belt.filter_pass(config, files, folder, clock)
+    filtering.run(config, files, folder)
     assert {p.name: p.read_bytes() for p in folder.glob("*.parquet")} == whole
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.parquet") if p != parts[1]} == \
         {n: t for n, t in untouched.items() if n != parts[1].name}
@@ -192,6 +192,6 @@ def test_a_rerun_redoes_only_the_files_the_filter_pass_had_not_finished(tmp_path
 
     # a setting that shapes the parts changed: nothing of the earlier run is kept
     changed = load_config(str(CONFIGS / "local.yaml"), output=str(out), overrides=["quality.min_words=10"])
-    assert belt.filter_fingerprint(changed, files) != fingerprint
-    belt.prepare_output(out, belt.filter_fingerprint(changed, files))
+    assert filtering.fingerprint(changed, files) != fingerprint
+    belt.prepare_output(out, filtering.fingerprint(changed, files))
     assert not folder.exists()

@@ -98,8 +98,13 @@ def test_token_settings_and_curated_sources_are_checked(tmp_path):
     (tmp_path / "tok.json").write_text("not json")
     base = "classifier: {kind: none}\n"
     cases = [
-        ("sources: [{name: web, input: [a.warc, docs.parquet]}]\n", "either crawls (WARC/ARC) or curated"),
-        ("sources: [{name: web, input: [other.parquet]}]\n", "has no string column 'text'"),
+        ("sources: [{name: web, input: [a.warc, docs.parquet], curated: true}]\n", "a.warc' is not a .parquet file"),
+        ("sources: [{name: web, input: [other.parquet], curated: true}]\n", "has no string column 'text'"),
+        ("sources: [{name: web, input: [other.parquet]}]\n", "has no string column 'text' (sources[0].text_field"),
+        ("sources: [{name: web, input: [docs.parquet], format: csv}]\n", "sources[0].format: expected one of"),
+        ("sources: [{name: web, input: [a.warc], select: {score: quality_score}}]\n", "give top_fraction, min_score"),
+        ("sources: [{name: web, input: [a.warc], select: {score: score_edu, top_fraction: 0.5}}]\n",
+         "'score_edu' is not a score the belt's stages add"),
         ("sources: [{name: web, input: [a.warc], weight: -1}]\n", "sources[0].weight: expected a number >= 0"),
         ("sources: [{name: web, input: [a.warc], weight: 0}]\n", "at least one weight must be above 0"),
         ("sources: [{name: web, input: [a.warc]}]\npacking: {remainder: keep}\n", "packing.remainder: expected one of"),
@@ -118,12 +123,12 @@ def test_token_settings_and_curated_sources_are_checked(tmp_path):
         load_config(write_config(tmp_path, "sources: [{name: web, input: [a.warc]}]\ntokenizer: {path: tok.json}\n"
                                  + base), output=str(tmp_path / "out"))
     with pytest.raises(ConfigError, match="inside the output folder"):
-        load_config(write_config(tmp_path, "sources: [{name: web, input: [docs.parquet]}]\n" + base),
+        load_config(write_config(tmp_path, "sources: [{name: web, input: [docs.parquet], curated: true}]\n" + base),
                     output=str(tmp_path))
-    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [docs.parquet], weight: 2}]\n"
+    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [docs.parquet], weight: 2, curated: true}]\n"
                                       "tokenizer: {path: tok.json, eos_token: <s>}\n" + base),
                          output=str(tmp_path / "out"))
-    assert config.sources[0].curated() and config.sources[0].weight == 2.0
+    assert config.sources[0].curated and config.sources[0].weight == 2.0
     assert config.tokenizer.path == str(tmp_path / "tok.json")
 
 
@@ -255,9 +260,9 @@ def test_inputs_by_exact_name_folder_links_and_sources(tmp_path):
 
 def test_curated_parquet_with_large_string_text_is_accepted(tmp_path):
     pq.write_table(pa.table({"text": pa.array(["a document"], pa.large_string())}), tmp_path / "polars.parquet")
-    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [polars.parquet]}]\n"
+    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [polars.parquet], curated: true}]\n"
                                       "classifier: {kind: none}\n"), output=str(tmp_path / "out"))
-    assert config.sources[0].curated()
+    assert config.sources[0].curated
 
 
 def test_validate_reports_every_problem_at_once_and_writes_nothing(tmp_path):

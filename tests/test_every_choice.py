@@ -65,7 +65,7 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
         texts = pa.array(CRAWL_SAMPLE * 3, pa.large_string())
         pq.write_table(pa.table({"text": texts}), tmp_path / "polars.parquet")
         overrides.append(f"sources=[{{name: web, input: ['{WARCS}/*']}}, "
-                         f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5}}]")
+                         f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5, curated: true}}]")
     if name == "trafilatura+resiliparse":
         tokenizer = train_bpe(iter(CRAWL_SAMPLE * 20), 400, ["<|endoftext|>", "<|pad|>"])
         tokenizer.save(str(tmp_path / "tokenizer.json"))

@@ -18,7 +18,7 @@ import yaml
 from ray.data.datasource import FilenameProvider
 from ray.util.annotations import RayDeprecationWarning
 
-from pipeline import belt
+from pipeline import belt, filtering
 from pipeline.config import PassResources, RayConfig, load_config
 from pipeline.engine import start_ray, task_options, write_options
 from pipeline.finalize import SNIPPET_CHARS
@@ -73,8 +73,8 @@ def test_full_reject_text_is_the_extracted_text(runs):
 
 def test_rejects_text_is_not_part_of_the_filter_fingerprint():
     configs = [load_config(str(CONFIG), overrides=[f"rejects.text={choice}"]) for choice in ("snippet", "full", "none")]
-    files = belt.input_files(configs[0])
-    assert len({belt.filter_fingerprint(config, files) for config in configs}) == 1
+    files = filtering.input_files(configs[0])
+    assert len({filtering.fingerprint(config, files) for config in configs}) == 1
 
 
 def test_the_console_has_no_warning_and_run_log_has_every_line_and_the_config(runs):

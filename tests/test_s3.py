@@ -124,7 +124,7 @@ def test_curated_parquet_source_from_s3(s3_server, tmp_path):
         pq.write_table(pa.table({"text": texts}), stream)
     raw = yaml.safe_load((CONFIGS / "crawl_sample.yaml").read_text())
     raw["sources"] = [{"name": "web", "input": [str(CONFIGS / "crawl_sample.warc")]},
-                      {"name": "books", "input": ["s3://library/books/*.parquet"]}]
+                      {"name": "books", "input": ["s3://library/books/*.parquet"], "curated": True}]
     raw["classifier"].update(good_examples=[str(CONFIGS / "classifier" / "good.txt")],
                              bad_examples=[str(CONFIGS / "classifier" / "bad.txt")])
     raw["output"] = str(tmp_path / "out")

@@ -1,0 +1,151 @@
+"""The filter pass: every record of every input file, read and run through the belt's per-document stages
+(pipeline/spec.py), written as one Parquet part per input file, `_work/filtered/file-NNNNNN.parquet`.
+
+A part is written under a temporary name and renamed once the file is whole, so it is there complete or not
+at all, and a rerun after a kill redoes only the files without one, as long as nothing that shapes the parts
+changed (`fingerprint`). Nothing here knows the engine: `run` hands FilterFile to engine.map_items.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import engine, spec
+from pipeline.config import Config, Source, input_format
+from pipeline.storage import open_input
+from stages.read_text import read_jsonl, read_parquet
+from stages.user import UserStage
+from stages.warc_read import DOCUMENT_SCHEMA, read_warc
+
+log = logging.getLogger("crawlbelt")
+READERS = {"warc": read_warc, "jsonl": read_jsonl, "parquet": read_parquet}
+
+
+def input_files(config: Config) -> list[tuple[str, str]]:
+    """(path, source) of every input file the filter pass reads, sorted by path: the fixed order documents are
+    numbered in. Curated sources (`curated: true`) skip the filters and join at the tokens pass."""
+    files = {path: source.name for source in config.sources if not source.curated
+             for path in source.files}
+    return sorted(files.items())
+
+
+def part_name(file_index: int) -> str:
+    return f"file-{file_index:06d}.parquet"
+
+
+def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str, dict[str, float]]:
+    """Write a part for every input file that has none yet; returns the seconds each stage spent (summed over
+    the workers) and the seconds of stage work each node did."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".*.tmp"):  # a file being written when the run was killed
+        stale.unlink()
+    pending = [{"file_index": i, "path": path, "source": source} for i, (path, source) in enumerate(files)
+               if not (folder / part_name(i)).exists()]
+    if len(pending) < len(files):
+        log.info("resume: %d of %d files already through the filter pass", len(files) - len(pending), len(files))
+    stage_seconds, node_seconds = defaultdict(float), defaultdict(float)
+    if pending:
+        filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read,
+                                 config.storage)
+        for done in engine.map_items(filter_file, pending, config.resources.filter):
+            for stage, seconds in done["seconds"].items():
+                stage_seconds[stage] += seconds
+                node_seconds[done["node"]] += seconds
+    return {"stages": dict(stage_seconds), "nodes": dict(node_seconds)}
+
+
+class FilterFile:
+    """One input file through the filter pass: read batch by batch, every stage in order, one part written.
+    Returns {file_index, rows, seconds: {stage: seconds}}."""
+
+    def __init__(self, stages: list, sources: list[Source], folder: str, read, storage):
+        self.stages = stages
+        self.sources = {source.name: source for source in sources}
+        self.folder = Path(folder)
+        self.batch_size = read.batch_size
+        self.max_payload_bytes = int(read.max_payload_mb * 1e6)
+        self.storage = storage  # the config's `storage` settings, for s3:// inputs
+
+    def _open(self, path: str):
+        return open_input(path, self.storage)
+
+    def _records(self, path: str, file_index: int, source: Source):
+        fmt = input_format(path, source)
+        options = {} if fmt == "warc" else {"text_field": source.text_field, "id_field": source.id_field,
+                                            "url_field": source.url_field}
+        return READERS[fmt](path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open,
+                            **options)
+
+    def _filter(self, table: pa.Table, seconds: dict[str, float]) -> pa.Table:
+        for stage in self.stages:
+            start = time.perf_counter()
+            out = stage(table)
+            if out.num_rows != table.num_rows:  # a stage marks rows rejected; dropping one would lose it
+                raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
+            seconds[stage.name] += time.perf_counter() - start
+            table = out
+        return table
+
+    def __call__(self, item: dict) -> dict:
+        file_index, path = item["file_index"], item["path"]
+        part = self.folder / part_name(file_index)
+        tmp = part.with_name(f".{part.name}.tmp")
+        rows, writer, seconds = 0, None, defaultdict(float)
+        try:
+            start = time.perf_counter()
+            for table in self._records(path, file_index, self.sources[item["source"]]):
+                seconds["read"] += time.perf_counter() - start
+                table = self._filter(table, seconds)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                writer.write_table(table.cast(writer.schema))
+                rows += table.num_rows
+                start = time.perf_counter()
+            if writer is None:  # no record at all: the part still says the file is done
+                table = self._filter(DOCUMENT_SCHEMA.empty_table(), seconds)
+                writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+        finally:
+            if writer is not None:
+                writer.close()
+        os.replace(tmp, part)
+        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds)}
+
+
+def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
+    """What the filter pass's parts depend on: the input files (with size and time of local ones), how each
+    source is read, and the settings, files and code of the belt's per-document stages. Parts of a run with
+    another fingerprint are redone."""
+
+    def stamp(path: str, owner: str) -> list:
+        stat = os.stat(path) if os.path.exists(path) else None  # s3:// inputs: the URI alone
+        return [path, owner, stat and stat.st_size, stat and stat.st_mtime_ns]
+
+    inputs = [stamp(path, source) for path, source in files]
+    sources = {source.name: [input_format(path, source) for path, owner in files if owner == source.name][:1]
+               + [source.text_field, source.id_field, source.url_field] for source in config.sources}
+    stages = []
+    for stage in spec.declared(config):
+        settings = asdict(getattr(config, stage.spec.section)) if stage.spec.section else dict(stage.entry)
+        if isinstance(stage.runner, UserStage):
+            settings = stage.runner.fingerprint()
+        stages.append([stage.spec.name, settings])
+        for key in stage.spec.files:  # files whose content shapes the stage
+            paths = settings.get(key) or []
+            inputs += [stamp(path, stage.spec.name) for path in ([paths] if isinstance(paths, str) else paths)]
+    text = json.dumps({"inputs": inputs, "sources": sources, "read": asdict(config.read), "stages": stages},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def rows_in(folder: Path) -> int:
+    """Rows the filter pass wrote: the records it read."""
+    return 0 if not folder.is_dir() else sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))

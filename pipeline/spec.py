@@ -1,0 +1,234 @@
+"""The belt, declared once, in order, as data.
+
+    filter pass   read -> extract -> language -> quality -> repetition -> classifier   (per document)
+    dedup pass    exact_dedup -> near_dedup                                          (global, on survivors)
+    tokens pass   tokenizer -> mixture -> pack
+
+Each StageSpec says what a stage is: its name (its reject codes are `name:reason`), the config section that
+sets it up, the columns it reads and adds, its reject codes, and the keys of its section that name files it
+loads. Everything else is derived from here: the per-document stages the filter pass runs, its resume
+fingerprint, the manifest's stage rows, the report's funnel and the README's stage table.
+
+A config's `stages:` list names the per-document stages in order, built-in ones by name and a user's own
+by import path (stages/user.py has the contract); without it the belt is DEFAULT_STAGES.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
+from stages.extract import Extract
+from stages.langid import LanguageId
+from stages.quality import GopherQuality, GopherRepetition
+from stages.user import UserStage
+
+
+@dataclass
+class StageSpec:
+    name: str
+    summary: str  # what it does, for the README's table
+    rejects: str = ""  # its reject codes, for the README's table
+    section: str | None = None  # the config section that sets it up
+    needs: tuple[str, ...] = ()  # columns it reads
+    adds: dict[str, pa.DataType] = field(default_factory=dict)  # columns it adds (kept in docs/ where listed there)
+    files: tuple[str, ...] = ()  # keys of its section that name files it loads: their content shapes its verdicts
+    build: Callable[[Any], Any] | None = None  # config -> the stage object, or None when the config turns it off
+
+
+def _extract(config):
+    settings = config.extract
+    return Extract(timeout_s=settings.timeout_s, favor=settings.favor, include_tables=settings.include_tables,
+                   include_comments=settings.include_comments, max_html_bytes=int(settings.max_html_mb * 1e6),
+                   method=settings.method, fast=settings.fast)
+
+
+def _language(config):
+    settings = config.language
+    return LanguageId(method=settings.method, languages=tuple(settings.languages), threshold=settings.threshold,
+                      short_text_chars=settings.short_text_chars, model_path=settings.model_path)
+
+
+def _rules(stage_class, section: str):
+    def build(config):
+        settings = getattr(config, section)
+        rules = {key: value for key, value in vars(settings).items() if key != "enabled"}
+        return stage_class(**rules) if settings.enabled else None
+    return build
+
+
+def scorer(settings, name: str = "classifier", column: str = "quality_score"):
+    """A classifier's scoring stage (ClassifierConfig-shaped settings), or None for kind none."""
+    if settings.kind == "naive_bayes":
+        model = NaiveBayes.from_files(settings.good_examples, settings.bad_examples)
+    elif settings.kind == "fasttext":
+        model = FastTextClassifier(settings.model_path, settings.label)
+    else:
+        return None
+    return ClassifierScore(model, threshold=settings.threshold, name=name, column=column)
+
+
+CLASSIFIER_FILES = ("good_examples", "bad_examples", "model_path")
+
+READ = StageSpec(
+    "read", section="read",
+    summary="warcio over WARC/ARC, plain, gzip or zstd (`.warc.zst`, with or without a dictionary); one row per "
+            "record; HTTP bodies decoded from gzip, deflate, br or zstd; WET `conversion` records (text/plain) are "
+            "documents whose text skips extraction; WAT `metadata` records are not documents; JSONL and Parquet "
+            "sources give their text field",
+    rejects="`read:not_html`, `read:http_status`, `read:too_large`, `read:content_encoding` (unknown, or not valid "
+            "data in its encoding), `read:malformed`")
+
+DOCUMENT_STAGES = {spec.name: spec for spec in [
+    StageSpec("extract", section="extract", needs=("html", "http_charset"),
+              adds={"text": pa.string(), "charset": pa.string()}, build=_extract,
+              summary="charset (HTTP header, meta tag, detector), then trafilatura (or resiliparse: "
+                      "`extract.method`) with a per-document time limit; a text given by the input is kept",
+              rejects="`extract:too_large`, `extract:empty`, `extract:timeout`, `extract:error`"),
+    StageSpec("language", section="language", needs=("text",), files=("model_path",),
+              adds={"lang": pa.string(), "lang_score": pa.float64()}, build=_language,
+              summary="fastText lid.176 and/or a stop-word detector for short texts",
+              rejects="`language:<code>`, `language:low_score`"),
+    StageSpec("quality", section="quality", needs=("text",), build=_rules(GopherQuality, "quality"),
+              summary="Gopher quality rules; names every rule broken",
+              rejects="`quality:too_short,missing_stop_words,...`"),
+    StageSpec("repetition", section="repetition", needs=("text",), build=_rules(GopherRepetition, "repetition"),
+              summary="Gopher repetition rules (duplicate lines/paragraphs, top and duplicated n-grams)",
+              rejects="`repetition:dup_line_frac,...`"),
+    StageSpec("classifier", section="classifier", needs=("text",), adds={"quality_score": pa.float64()},
+              files=CLASSIFIER_FILES, build=lambda config: scorer(config.classifier),
+              summary="naive Bayes (or a fastText supervised model) score, optional threshold",
+              rejects="`classifier:below_threshold`"),
+]}
+DEFAULT_STAGES = list(DOCUMENT_STAGES)
+
+DEDUP_STAGES = [
+    StageSpec("exact_dedup", section="dedup", needs=("text",),
+              summary="SHA-1 of the normalized text (NFKC, case-folded, every Unicode space or line separator a "
+                      "word break, runs collapsed, zero-width and other format characters removed), partitioned "
+                      "by hash", rejects="`exact_duplicate` (with `dup_of`)"),
+    StageSpec("near_dedup", section="dedup", needs=("text",),
+              summary="one-permutation MinHash on 5-word shingles of the same normalized text, LSH band buckets "
+                      "sharded across workers, candidates verified by exact Jaccard, connected components",
+              rejects="`near_duplicate` (with `dup_of`)"),
+]
+
+TOKENS_STEPS = [
+    StageSpec("tokenizer", section="tokenizer",
+              summary="byte-level BPE trained on the curated documents (deterministic), or a given `tokenizer.json` "
+                      "(its truncation and padding ignored, with a warning); every document encoded once per batch "
+                      "on Ray Data (tiktoken where it gives the same ids); a document's text never yields a special "
+                      "token's id"),
+    StageSpec("mixture", section="mixture",
+              summary="tokens per source, the passes each weight implies (`w_i * D / N_i`), whole passes plus a "
+                      "seeded sample; a source may draw only its best documents by a score (`select`)",
+              rejects="nothing: draws are reported in the mixture table"),
+    StageSpec("pack", section="packing",
+              summary="documents joined by the end token into sequences of `seq_len + 1` tokens, one source per "
+                      "sequence, shuffled across shards from the seed"),
+]
+
+
+@dataclass
+class Stage:
+    """One per-document stage of a run's belt: its spec and the object that runs it (None: turned off)."""
+    spec: StageSpec
+    runner: Any
+    entry: dict = field(default_factory=dict)  # the `stages:` entry it came from (user stages: target, arguments)
+
+
+def belt_stages(config) -> list[Stage]:
+    """The run's per-document stages, in order: the config's `stages:` list, or DEFAULT_STAGES."""
+    return [_stage(entry, config) for entry in (config.stages if config.stages is not None else DEFAULT_STAGES)]
+
+
+def document_stages(config) -> list:
+    """The objects the filter pass runs over each batch after reading, in order (turned-off stages left out)."""
+    return [stage.runner for stage in belt_stages(config) if stage.runner is not None]
+
+
+def _stage(entry, config) -> Stage:
+    """A `stages:` entry as a Stage (config validation has checked each entry: config._stage_entry)."""
+    if isinstance(entry, str):
+        spec = DOCUMENT_STAGES[entry]
+        return Stage(spec, spec.build(config), {"stage": entry})
+    if "scorer" in entry:
+        spec = scorer_spec(entry["scorer"])
+        return Stage(spec, scorer(scorer_settings(entry), name=spec.name, column=f"score_{spec.name}"), entry)
+    return user_stage(entry)
+
+
+def scorer_spec(name: str) -> StageSpec:
+    """A named scorer's spec: a `{scorer: NAME, kind: ...}` entry adds `score_NAME`."""
+    return StageSpec(name, section=None, needs=("text",), adds={f"score_{name}": pa.float64()},
+                     files=CLASSIFIER_FILES, summary=f"scorer: `score_{name}`", rejects=f"`{name}:below_threshold`")
+
+
+def scorer_settings(entry: dict):
+    """A `{scorer: NAME, kind: ..., ...}` entry's settings as a ClassifierConfig."""
+    from pipeline.config import ClassifierConfig
+
+    return ClassifierConfig(**{key: value for key, value in entry.items() if key != "scorer"})
+
+
+def user_stage(entry: dict, probe: bool = False) -> Stage:
+    """A `{use: module:Class, ...}` entry's stage. `probe`: set it up here and run it on a probe batch, so that
+    a stage that cannot start or breaks its contract stops the run before any work (stages.user.StageError)."""
+    runner = UserStage.from_entry(entry)
+    if probe:
+        runner(probe_batch())
+    return Stage(StageSpec(runner.name, section=None, adds=runner.adds, summary=f"user stage `{runner.target}`",
+                           rejects=f"`{runner.name}:<reason>`, `{runner.name}:error`"), runner, entry)
+
+
+def probe_batch() -> pa.Table:
+    """Two alive rows of text, as the reader gives them."""
+    from stages.warc_read import DOCUMENT_SCHEMA
+
+    texts = ["A probe document of crawlbelt: is the stage ready?", "Another one, with a second line.\nThe end."]
+    rows = {name: [None, None] for name in DOCUMENT_SCHEMA.names}
+    rows.update(order=[0, 1], id=["probe-0", "probe-1"], url=["https://example.com/a", "https://example.com/b"],
+                source=["probe", "probe"], text=texts)
+    return pa.Table.from_pydict(rows, schema=DOCUMENT_SCHEMA)
+
+
+def declared(config) -> list[Stage]:
+    """The run's per-document stages, in order, without building them (their `runner` is None), except
+    users' stages, whose runner is imported but not set up."""
+    stages = []
+    for entry in config.stages if config.stages is not None else DEFAULT_STAGES:
+        if isinstance(entry, str):
+            stages.append(Stage(DOCUMENT_STAGES[entry], None, {"stage": entry}))
+        elif "scorer" in entry:
+            stages.append(Stage(scorer_spec(entry["scorer"]), None, entry))
+        else:
+            stages.append(user_stage(entry))
+    return stages
+
+
+def stage_names(config) -> list[str]:
+    """Every stage that can reject a document, in belt order: the manifest's rows and the report's funnel."""
+    return [READ.name, *(stage.spec.name for stage in declared(config)), *(s.name for s in DEDUP_STAGES)]
+
+
+def added_columns(config) -> dict[str, pa.DataType]:
+    """The columns the run's per-document stages add, in belt order."""
+    columns: dict[str, pa.DataType] = {}
+    for stage in declared(config):
+        columns.update(stage.spec.adds)
+    return columns
+
+
+def readme_table() -> str:
+    """The README's table of the default belt's stages (tests/test_spec.py checks the README holds it)."""
+    rows = [READ, *DOCUMENT_STAGES.values(), *DEDUP_STAGES, *TOKENS_STEPS]
+    lines = ["| # | stage | what it does | rejects as |", "|---|---|---|---|"]
+    lines += [f"| {i} | {spec.name.replace('_', ' ')} | {spec.summary} | {spec.rejects} |"
+              for i, spec in enumerate(rows, 1)]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m pipeline.spec: the README's stage table
+    print(readme_table())

@@ -1,0 +1,206 @@
+"""A user's own per-document stage, named by import path in the config's `stages:` list.
+
+    stages:
+      - extract
+      - use: mypackage.filters:NoLoremIpsum   # module:Class or module:function, importable on every node
+        with: {max_hits: 2}                   # its keyword arguments
+        name: no_lorem                        # optional: its reject codes are `no_lorem:<reason>`
+
+The contract (docs/stages.md has a worked example): the stage is called with an Arrow table of the rows still
+alive and returns a mapping with one value per row for each column it adds (declared in its `adds`, name ->
+Arrow type name), and optionally `reject` (a reason, or None to keep the row) and `detail` (free text). It
+never drops rows. A class may have `setup()`, run once per worker before its first batch (a model load).
+
+A stage that raises on a batch is run again row by row: the rows that raise become `NAME:error` with the
+exception in `detail`, the others get their results. A result that breaks the contract (not a mapping, a
+column missing or undeclared, a wrong length or type) stops the run with StageError naming the stage.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import re
+import sys
+from collections.abc import Mapping
+from importlib import metadata
+
+import pyarrow as pa
+
+from stages.ledger import run_on_alive
+
+RESULT_KEYS = ("reject", "detail")
+_MAX_DETAIL = 500
+
+
+class StageError(RuntimeError):
+    """A user stage broke its contract or could not start: one line naming it."""
+
+
+def import_target(target: str):
+    """The object named `module:attribute` (dots allowed in both parts)."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise StageError(f"{target!r}: expected module:Class or module:function")
+    try:
+        found = importlib.import_module(module_name)
+    except Exception as error:  # ImportError, or the module itself failing
+        raise StageError(f"{target!r}: cannot import {module_name!r} ({type(error).__name__}: {error})") from None
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise StageError(f"{target!r}: module {module_name!r} has no {attribute!r}")
+        found = getattr(found, part)
+    return found
+
+
+def _arrow_type(name: str, type_name) -> pa.DataType:
+    if isinstance(type_name, pa.DataType):
+        return type_name
+    try:
+        return pa.type_for_alias(str(type_name))
+    except ValueError:
+        raise StageError(f"column {name!r}: {type_name!r} is not an Arrow type name (e.g. float64, int64, string, "
+                         "bool)") from None
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+class UserStage:
+    """Runs a user's stage under the contract above. Pickled to the workers without the user's object, which
+    each worker builds (and sets up) before its first batch."""
+
+    def __init__(self, target: str, arguments: dict | None = None, name: str | None = None,
+                 adds: dict | None = None, threshold: float | None = None):
+        self.target = target
+        self.arguments = dict(arguments or {})
+        found = import_target(target)
+        self.is_class = inspect.isclass(found)
+        declared = adds if adds is not None else getattr(found, "adds", {})
+        if not isinstance(declared, Mapping):
+            raise StageError(f"{target!r}: `adds` must map column names to Arrow type names, got {declared!r}")
+        self.adds = {str(column): _arrow_type(column, type_name) for column, type_name in declared.items()}
+        self.name = name or getattr(found, "name", None) or _snake(found.__name__)
+        self.threshold = threshold
+        self.score_column = f"score_{self.name}"
+        if threshold is not None and self.score_column not in self.adds:
+            raise StageError(f"{target!r}: a threshold needs the stage to add the column {self.score_column!r}")
+        self._run = None
+
+    @classmethod
+    def from_entry(cls, entry: dict) -> "UserStage":
+        return cls(entry["use"], entry.get("with"), entry.get("name"), entry.get("adds"), entry.get("threshold"))
+
+    def __getstate__(self):
+        return {**self.__dict__, "_run": None}
+
+    def load(self):
+        """Build the user's object and run its setup() (once per worker)."""
+        if self._run is None:
+            found = import_target(self.target)
+            if self.is_class:
+                try:
+                    instance = found(**self.arguments)
+                    if hasattr(instance, "setup"):
+                        instance.setup()
+                except Exception as error:
+                    raise StageError(f"stage {self.name} ({self.target}) failed to start: {_describe(error)}") from None
+                self._run = instance
+            else:
+                self._run = lambda batch: found(batch, **self.arguments)
+        return self._run
+
+    def fingerprint(self) -> dict:
+        """What shapes its verdicts: the import path, arguments, and the code's package version or file hash."""
+        module_name = self.target.partition(":")[0]
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+        top = module_name.split(".")[0]
+        versions = {dist: metadata.version(dist) for dist in metadata.packages_distributions().get(top, [])}
+        path = getattr(module, "__file__", None)
+        code = hashlib.sha256(open(path, "rb").read()).hexdigest() if path else None
+        return {"use": self.target, "with": self.arguments, "name": self.name, "threshold": self.threshold,
+                "adds": {column: str(type_) for column, type_ in self.adds.items()}, "versions": versions,
+                "code": code}
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return run_on_alive(batch, self.name, self._compute, self.adds)
+
+    def _compute(self, alive: pa.Table):
+        run = self.load()
+        try:
+            result = run(alive)
+        except Exception:  # find the rows that raise: they alone become NAME:error
+            return self._row_by_row(run, alive)
+        columns, reasons, details = self._checked(result, alive.num_rows)
+        return columns, *self._with_threshold(columns, reasons, details)
+
+    def _row_by_row(self, run, alive: pa.Table):
+        columns = {column: [] for column in self.adds}
+        reasons, details = [], []
+        for i in range(alive.num_rows):
+            try:
+                one, reason, detail = self._checked(run(alive.slice(i, 1)), 1)
+            except StageError:
+                raise
+            except Exception as error:
+                one, reason, detail = {c: pa.nulls(1, t) for c, t in self.adds.items()}, ["error"], [_describe(error)]
+            for column in columns:
+                columns[column].append(one[column][0].as_py())
+            reasons.append(None if reason is None else reason[0])
+            details.append(None if detail is None else detail[0])
+        columns = {column: pa.array(values, self.adds[column]) for column, values in columns.items()}
+        reasons = [None if r is None else self._code(r) for r in reasons]
+        return columns, *self._with_threshold(columns, reasons, details)
+
+    def _checked(self, result, rows: int):
+        """The result's columns (as declared), reject codes and details; StageError if it breaks the contract."""
+        where = f"stage {self.name} ({self.target})"
+        if not isinstance(result, Mapping):
+            raise StageError(f"{where} returned {type(result).__name__}, expected a mapping of columns "
+                             "(and `reject`, `detail`)")
+        unknown = [key for key in result if key not in self.adds and key not in RESULT_KEYS]
+        if unknown:
+            raise StageError(f"{where} returned the column {unknown[0]!r}, which it does not declare in `adds` "
+                             f"(it declares {', '.join(self.adds) or 'none'})")
+        missing = [column for column in self.adds if column not in result]
+        if missing:
+            raise StageError(f"{where} did not return its column {missing[0]!r}")
+        for key, values in result.items():
+            if len(values) != rows:
+                raise StageError(f"{where} returned {len(values)} values of {key!r} for {rows} rows")
+        columns = {}
+        for column, type_ in self.adds.items():
+            try:
+                columns[column] = pa.array(result[column], type_)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
+                raise StageError(f"{where}: its column {column!r} is not {type_} ({error})") from None
+        reasons = details = None
+        if result.get("reject") is not None:
+            reasons = [self._code(r) if r is not None else None for r in result["reject"]]
+            if any(r is not None and not isinstance(r, str) for r in result["reject"]):
+                raise StageError(f"{where}: `reject` must hold a reason (a string) or None per row")
+        if result.get("detail") is not None:
+            details = [None if d is None else str(d)[:_MAX_DETAIL] for d in result["detail"]]
+        return columns, reasons, details
+
+    def _code(self, reason) -> str:
+        reason = str(reason)
+        return reason if reason.startswith(f"{self.name}:") else f"{self.name}:{reason}"
+
+    def _with_threshold(self, columns, reasons, details):
+        """A scorer's threshold: rows scoring below it (and not already rejected) are `NAME:below_threshold`."""
+        if self.threshold is None:
+            return reasons, details
+        scores = columns[self.score_column].to_pylist()
+        reasons = list(reasons or [None] * len(scores))
+        details = list(details or [None] * len(scores))
+        for i, score in enumerate(scores):
+            if reasons[i] is None and score is not None and score < self.threshold:
+                reasons[i], details[i] = f"{self.name}:below_threshold", f"score {score:.3f} < {self.threshold}"
+        return reasons, details
+
+
+def _describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."

@@ -1,0 +1,260 @@
+"""Users' own stages from the YAML (stages/user.py, docs/stages.md): the worked example as written, the
+stage contract (row errors, a stage that cannot start, a malformed batch), the ledger, resume after kill -9,
+and the same bytes on 1 and 2 workers, with the stage's module outside the repository."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from stages.user import StageError, UserStage
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").is_dir() else sys.executable
+
+# English paragraphs, each made different by a made-up word of its own every four words, so that the language
+# and quality rules keep them and near dedup finds no two alike.
+SENTENCES = [
+    "The river carries sand and small stones from the mountains to the sea over many years.",
+    "Farmers have grown rice on the wide delta because the soil is rich and the water is close.",
+    "When the river floods it brings new soil with it, which is why the land there stays fertile.",
+    "Students in the village learn about the river at school and study how the delta was made.",
+    "A teacher can explain the theory of floods with an example drawn on the board for the class.",
+]
+
+
+def write_jsonl(path: Path, first: int, count: int, lorem_every: int = 0) -> None:
+    lines = []
+    for i in range(first, first + count):
+        tag = "".join(chr(ord("a") + i // 26 ** k % 26) for k in range(3)) + "o"
+        words = " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(5)).split()
+        text = f"Page {i} of the river notes. " + " ".join(
+            f"{word} {tag}" if n % 4 == 3 else word for n, word in enumerate(words))
+        if lorem_every and i % lorem_every == 0:
+            text += " Lorem ipsum dolor sit amet, lorem ipsum again, and lorem ipsum once more."
+        lines.append(json.dumps({"id": f"doc-{i:04d}", "text": text, "url": f"https://river.example/{i}"}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def doc_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", (ROOT / "docs" / "stages.md").read_text(), re.S)
+
+
+def run_cli(args: list[str], cwd: Path, pythonpath: Path, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    return subprocess.run([PYTHON, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600, **kwargs)
+
+
+def base_config(inputs: list[str], output: Path, **extra) -> dict:
+    return {"sources": [{"name": "notes", "input": inputs}], "output": str(output), "ray": {"num_cpus": 2},
+            "language": {"method": "fasttext", "languages": [], "threshold": 0.0},  # every language: the verdicts here are the stages'
+            "classifier": {"kind": "none"}, "tokenizer": {"vocab_size": 400}, "packing": {"seq_len": 64},
+            **extra}
+
+
+def output_bytes(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for folder in ("docs", "rejects", "tokens")
+            for p in sorted((out / folder).glob("*")) if p.is_file()}
+
+
+def test_the_worked_example_runs_as_written(tmp_path):
+    """docs/stages.md's module, its `stages:` list and its `select`, through the belt over the bundled crawl."""
+    (tmp_path / "myfilters.py").write_text(doc_blocks("python")[0])
+    stages_yaml, select_yaml = doc_blocks("yaml")
+    (tmp_path / "classifier").mkdir()
+    for name in ("good.txt", "bad.txt"):
+        (tmp_path / "classifier" / name).write_bytes((ROOT / "configs" / "classifier" / name).read_bytes())
+    write_jsonl(tmp_path / "lorem.jsonl", 0, 6, lorem_every=2)
+    config = {**base_config([str(ROOT / "tests" / "fixtures" / "warc"), str(tmp_path / "lorem.jsonl")],
+                            tmp_path / "out"), **yaml.safe_load(stages_yaml)}
+    config["sources"][0]["select"] = yaml.safe_load(select_yaml)["sources"][0]["select"]
+    (tmp_path / "myconfig.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    (command,) = [line for block in doc_blocks("bash") for line in block.splitlines() if "myconfig.yaml" in line]
+    done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["complete"] and all(manifest["invariants"].values())
+    assert [s for s, row in manifest["stages"].items() if "rows_in" in row] == [
+        "read", "extract", "language", "no_lorem_ipsum", "quality", "repetition", "nb", "edu", "exact_dedup",
+        "near_dedup"]
+    reasons = manifest["counts"]["rejected_by_reason"]
+    assert reasons["no_lorem_ipsum:too_much_lorem"] == 3  # pages 0, 2 and 4 of lorem.jsonl
+    assert reasons.get("edu:below_threshold", 0) == manifest["counts"]["rejected"].get("edu", 0) > 0
+    docs = pa.concat_tables([pq.read_table(p) for p in sorted((tmp_path / "out" / "docs").glob("*.parquet"))])
+    assert {"lorem_hits", "score_nb", "score_edu"} <= set(docs.column_names)
+    assert min(docs["score_edu"].to_pylist()) >= 0.02
+    rejects = pa.concat_tables([pq.read_table(p) for p in sorted((tmp_path / "out" / "rejects").glob("*.parquet"))])
+    lorem = rejects.filter(pa.compute.equal(rejects["reason"], "no_lorem_ipsum:too_much_lorem"))
+    assert lorem["detail"].to_pylist() == ["3 hits"] * 3
+    # select: the mixture drew from the better half of the source's kept documents by score_edu
+    assert f"0 documents selected" not in done.stderr
+    selected = re.search(r"mixture: notes: (\d+) of (\d+) documents selected by score_edu", done.stderr)
+    assert selected and int(selected[1]) == -(-int(selected[2]) // 2)
+    assert manifest["mixture"]["table"][0]["documents"] == int(selected[1])
+
+
+class Flaky:
+    """Raises on the rows whose text has 'boom'; rejects the ones with 'drop'."""
+    adds = {"length": "int64"}
+
+    def __call__(self, batch):
+        texts = batch["text"].to_pylist()
+        if any("boom" in t for t in texts):
+            raise ValueError("boom in the text")
+        return {"length": [len(t) for t in texts], "reject": ["dropped" if "drop" in t else None for t in texts]}
+
+
+def test_a_row_that_raises_is_a_named_reject_and_the_rest_get_their_results():
+    stage = UserStage(f"{__name__}:Flaky", name="flaky")
+    batch = pa.table({"text": ["fine", "boom here", "drop me", "also fine"], "stage": pa.nulls(4, pa.string()),
+                      "reason": pa.nulls(4, pa.string()), "detail": pa.nulls(4, pa.string())})
+    out = stage(batch)
+    assert out["reason"].to_pylist() == [None, "flaky:error", "flaky:dropped", None]
+    assert out["detail"][1].as_py() == "ValueError: boom in the text"
+    assert out["length"].to_pylist() == [4, None, 7, 9]
+
+
+class WrongLength:
+    adds = {"score_wrong": "float64"}
+
+    def __call__(self, batch):
+        return {"score_wrong": [0.5] * (batch.num_rows - 1)}
+
+
+class NoSetup:
+    def setup(self):
+        raise OSError("model file gone")
+
+    def __call__(self, batch):
+        return {}
+
+
+class Undeclared:
+    def __call__(self, batch):
+        return {"extra": [1] * batch.num_rows}
+
+
+@pytest.mark.parametrize("target, message", [
+    ("WrongLength", "returned 1 values of 'score_wrong' for 2 rows"),
+    ("NoSetup", "failed to start: OSError: model file gone"),
+    ("Undeclared", "returned the column 'extra', which it does not declare in `adds`"),
+    ("Missing", "has no 'Missing'"),
+])
+def test_a_stage_that_breaks_the_contract_stops_the_run_in_one_line(tmp_path, target, message):
+    """Config validation sets the stage up and runs it on a probe batch: exit 2, one line, nothing written."""
+    write_jsonl(tmp_path / "in.jsonl", 0, 3)
+    config = base_config([str(tmp_path / "in.jsonl")], tmp_path / "out",
+                         stages=["language", {"use": f"test_user_stages:{target}"}])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, Path(__file__).parent)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("config error: stages[1]: ") and message in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
+SLOW_STAGE = '''
+import time
+
+
+class Slow:
+    """Waits a little per batch, so that a run can be killed mid-pass; rejects texts with an odd page number."""
+    adds = {"page": "int64"}
+
+    def __init__(self, wait_s=0.0):
+        self.wait_s = wait_s
+
+    def __call__(self, batch):
+        time.sleep(self.wait_s)
+        pages = [int(text.split()[1]) for text in batch["text"].to_pylist()]
+        return {"page": pages, "reject": ["odd" if p % 2 else None for p in pages]}
+
+
+class BreaksOnBigBatches:
+    """Keeps the contract on the probe batch (2 rows), breaks it on a real one."""
+    adds = {"page": "int64"}
+
+    def __call__(self, batch):
+        return {"page": [1] * min(batch.num_rows, 2)}
+'''
+
+
+@pytest.fixture()
+def slow_stage_inputs(tmp_path):
+    outside = tmp_path / "outside"  # a module outside the repository, on PYTHONPATH
+    outside.mkdir()
+    (outside / "my_slow_stage.py").write_text(SLOW_STAGE)
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for f in range(6):
+        write_jsonl(inputs / f"part-{f}.jsonl", f * 20, 20)
+    return outside, inputs
+
+
+def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_and_2_workers(tmp_path,
+                                                                                               slow_stage_inputs):
+    outside, inputs = slow_stage_inputs
+    stages = ["language", {"use": "my_slow_stage:Slow", "with": {"wait_s": 0.0}}, "quality"]
+
+    def config(name: str, cpus: int, wait_s: float = 0.0) -> Path:
+        raw = base_config([str(inputs)], tmp_path / name, stages=stages, read={"batch_size": 5})
+        raw["stages"][1]["with"]["wait_s"] = wait_s
+        raw["ray"]["num_cpus"] = cpus
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(raw))
+        return path
+
+    one = run_cli(["run", str(config("one", 1))], tmp_path, outside)
+    assert one.returncode == 0, one.stderr[-3000:]
+    manifest = json.loads((tmp_path / "one" / "manifest.json").read_text())
+    assert manifest["counts"]["rejected_by_reason"]["slow:odd"] == 60
+    assert manifest["counts"]["kept"] == 60 and all(manifest["invariants"].values())
+    two = run_cli(["run", str(config("two", 2))], tmp_path, outside)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert output_bytes(tmp_path / "one") == output_bytes(tmp_path / "two")
+
+    # kill -9 once some files are through the filter pass, then rerun: it goes on from there, same bytes
+    killed = config("killed", 1, wait_s=0.3)
+    process = subprocess.Popen([PYTHON, "-m", "pipeline", "run", str(killed)], cwd=tmp_path, start_new_session=True,
+                               env={**os.environ, "PYTHONPATH": str(outside)}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    filtered = tmp_path / "killed" / "_work" / "filtered"
+    deadline = time.monotonic() + 300
+    while len(list(filtered.glob("file-*.parquet"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    done = len(list(filtered.glob("file-*.parquet")))
+    assert 2 <= done < 6, "the kill came too late to test resume"
+    again = run_cli(["run", str(killed)], tmp_path, outside)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert re.search(rf"resume: {done} of 6 files already through the filter pass", again.stderr)
+    assert output_bytes(tmp_path / "killed") == output_bytes(tmp_path / "one")
+
+
+def test_a_stage_that_breaks_the_contract_on_a_worker_stops_the_run_in_one_line(tmp_path, slow_stage_inputs):
+    outside, inputs = slow_stage_inputs
+    raw = base_config([str(inputs)], tmp_path / "out",
+                      stages=["language", {"use": "my_slow_stage:BreaksOnBigBatches"}])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, outside)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("stage error: stage breaks_on_big_batches (my_slow_stage:BreaksOnBigBatches) returned 2 "
+                           "values of 'page' for"), last
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out" / "manifest.json").exists()
