@@ -1,6 +1,7 @@
 """The run report: one self-contained HTML page (inline CSS, plots as SVG images in data URIs) telling a
 run's story from its manifest and output files: the funnel with reject reasons, languages, quality
-scores, duplicate clusters, the mixture, tokens per source and the time each stage took.
+scores, duplicate clusters, sample rejects per reason, documents per registered domain, the mixture, tokens
+per source and the time each stage took.
 
     python -m pipeline report OUT_DIR       (also written at the end of every run as OUT/report.html)
 """
@@ -8,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
+from collections import Counter, defaultdict
+from functools import lru_cache
 from html import escape
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import tldextract
 
 from pipeline import svg
 from pipeline.storage import MARKER
@@ -28,7 +32,16 @@ th { background: #f3f3f3; text-align: left; } td.n { text-align: right; font-var
 .ok { color: #2a7a2a; } .bad { color: #b00; font-weight: bold; }
 .warning { background: #fff4e0; border-left: 4px solid #e1812c; padding: 6px 10px; margin: 6px 0; }
 .plots { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; } img { border: 1px solid #eee; }
+summary { cursor: pointer; margin: 4px 0; } details td { font-size: 0.9em; overflow-wrap: anywhere; }
 """
+SAMPLES_PER_RULE = 5
+SAMPLE_CHARS = 300
+RULES_SHOWN = 30
+DOMAINS_SHOWN = 30
+NO_URL = "(no url)"
+SAMPLE_COLUMNS = ["url", "reason", "detail", "dup_of", "text"]
+# The public-suffix list bundled with tldextract: a report neither goes to the network nor writes a cache.
+SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
 # The manifest's keys every report reads: a JSON without them is not a crawlbelt run's manifest.
@@ -58,8 +71,8 @@ def write(out: Path, path: Path | None = None) -> Path:
     """Write the report of the run in `out` (to out/report.html unless `path` is given); returns its path."""
     out = Path(out)
     path = Path(path) if path else out / "report.html"
-    page = render(read_manifest(out), _read(out / "docs", ["lang", "quality_score"]),
-                  _read(out / "rejects", ["stage", "reason", "dup_of"]))
+    page = render(read_manifest(out), _read(out / "docs", ["lang", "quality_score", "url"]),
+                  _read(out / "rejects", ["stage", "reason", "dup_of", "url"]), read_samples(out / "rejects"))
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(page, encoding="utf-8")
@@ -75,7 +88,30 @@ def _read(folder: Path, columns: list[str]) -> pa.Table:
     return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], pa.string()) for c in columns})
 
 
-def render(manifest: dict, docs: pa.Table, rejects: pa.Table) -> str:
+def read_samples(folder: Path) -> dict[str, list[dict]]:
+    """The first SAMPLES_PER_RULE rejects of each rule in the output's order (parts by name, rows in order).
+
+    Rejects' `text` may be the full text: it is read only from the row groups that hold a sample.
+    """
+    samples = defaultdict(list)
+    for path in sorted(folder.glob("*.parquet")):
+        parquet = pq.ParquetFile(path)
+        for group in range(parquet.num_row_groups):
+            picks = defaultdict(list)  # rule -> its sample rows in this row group
+            for row, reason in enumerate(parquet.read_row_group(group, columns=["reason"])["reason"].to_pylist()):
+                for rule in _rules(reason):
+                    if len(samples[rule]) + len(picks[rule]) < SAMPLES_PER_RULE:
+                        picks[rule].append(row)
+            wanted = sorted({row for rows in picks.values() for row in rows})
+            if wanted:
+                table = parquet.read_row_group(group, columns=SAMPLE_COLUMNS).take(wanted)
+                by_row = dict(zip(wanted, table.to_pylist()))
+                for rule, rows in picks.items():
+                    samples[rule] += [by_row[row] for row in rows]
+    return dict(samples)
+
+
+def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str, list[dict]]) -> str:
     counts = manifest["counts"]
     output = manifest["config"]["output"]  # where the run wrote (it may have been built in a staging folder)
     name = output.rstrip("/").rsplit("/", 1)[-1]
@@ -88,6 +124,8 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table) -> str:
         "<h2>Documents</h2>",
         '<div class="plots">', _languages(docs, counts["rejected_by_reason"]), _quality(docs),
         _duplicates(rejects), "</div>",
+        "<h2>Rejects by reason</h2>", _samples(samples, counts["rejected_by_reason"]),
+        "<h2>Domains</h2>", _domains(docs, rejects),
         "<h2>Mixture and tokens</h2>", _mixture(manifest),
         "<h2>Time</h2>", '<div class="plots">', _times(manifest), "</div>",
     ]
@@ -146,14 +184,23 @@ def _funnel(manifest: dict) -> str:
     return svg.img(chart, "funnel: documents in and rejected at each stage")
 
 
-def _reasons(by_reason: dict[str, int]) -> str:
+def _rules(reason: str) -> list[str]:
+    """`quality:too_short,missing_stop_words` -> `quality:too_short`, `quality:missing_stop_words`."""
+    stage, _, names = reason.partition(":")
+    return [f"{stage}:{name}" for name in names.split(",")] if names else [stage]
+
+
+def _rule_counts(by_reason: dict[str, int]) -> Counter:
     """A document breaking several rules of a stage counts once for each rule."""
     rules = Counter()
     for reason, n in by_reason.items():
-        stage, _, names = reason.partition(":")
-        for name in names.split(",") if names else [""]:
-            rules[f"{stage}:{name}" if name else stage] += n
-    top = rules.most_common(20)
+        for rule in _rules(reason):
+            rules[rule] += n
+    return rules
+
+
+def _reasons(by_reason: dict[str, int]) -> str:
+    top = _rule_counts(by_reason).most_common(20)
     chart = svg.hbars("Reject reasons (one count per rule broken)", [r for r, _ in top],
                       {"documents": [n for _, n in top]})
     return svg.img(chart, "reject reasons")
@@ -190,6 +237,70 @@ def _duplicates(rejects: pa.Table) -> str:
                       {"exact": [sizes["exact_dedup"][s] for s in present],
                        "near": [sizes["near_dedup"][s] for s in present]})
     return svg.img(chart, "duplicate cluster sizes")
+
+
+def _samples(samples: dict[str, list[dict]], by_reason: dict[str, int]) -> str:
+    """One collapsed block per rule, the most frequent first, each with its first rejects."""
+    counts = _rule_counts(by_reason)
+    rules = sorted(samples, key=lambda rule: (-counts[rule], rule))
+    blocks = [f"<p>The first {SAMPLES_PER_RULE} rejects of each rule, in the output's order (a document that "
+              "breaks several rules is under each).</p>"]
+    blocks += [f"<details><summary>{escape(rule)} ({counts[rule]:,})</summary>"
+              + _table(["URL", "reason", "detail", "text"],
+                       [[r["url"], r["reason"], _detail(r), _cut(r["text"])] for r in samples[rule]])
+              + "</details>" for rule in rules[:RULES_SHOWN]]
+    if len(rules) > RULES_SHOWN:
+        blocks.append(f"<p>{len(rules) - RULES_SHOWN} rarer reasons not shown.</p>")
+    return "\n".join(blocks) if rules else "<p>No rejects.</p>"
+
+
+def _detail(reject: dict) -> str | None:
+    parts = [reject["detail"], reject["dup_of"] and f"duplicate of {reject['dup_of']}"]
+    return "; ".join(p for p in parts if p) or None
+
+
+def _cut(text: str | None) -> str | None:
+    return text if text is None or len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS] + "…"
+
+
+def _domains(docs: pa.Table, rejects: pa.Table) -> str:
+    """Documents read (kept + rejected) per registered domain, the most read first."""
+    kept = Counter(map(registered_domain, docs["url"].to_pylist()))
+    rejected, rules = Counter(), defaultdict(Counter)
+    for url, reason in zip(rejects["url"].to_pylist(), rejects["reason"].to_pylist()):
+        domain = registered_domain(url)
+        rejected[domain] += 1
+        rules[domain].update(_rules(reason))
+    read = kept + rejected
+    domains = sorted(read, key=lambda d: (-read[d], d))
+    rows = [_domain_row(d, read[d], kept[d], rules[d]) for d in domains[:DOMAINS_SHOWN]]
+    rest = domains[DOMAINS_SHOWN:]
+    if rest:  # so that the table's documents add up to the run's
+        rows.append(_domain_row(f"({len(rest):,} other domains)", sum(read[d] for d in rest),
+                                sum(kept[d] for d in rest), sum((rules[d] for d in rest), Counter())))
+    return (f"<p>Documents read (kept and rejected) per registered domain, the {DOMAINS_SHOWN} most read.</p>"
+            + _table(["registered domain", "documents read", "kept", "kept share", "main reject reason"],
+                     rows, {1, 2, 3}))
+
+
+def _domain_row(domain: str, read: int, kept: int, rules: Counter) -> list:
+    main = min(rules.items(), key=lambda item: (-item[1], item[0]), default=None)
+    return [domain, read, kept, f"{kept / read:.1%}", main and f"{main[0]} ({main[1]:,})"]
+
+
+def registered_domain(url: str | None) -> str:
+    """The eTLD+1 of a URL's host (`news.bbc.co.uk` -> `bbc.co.uk`); a host without a public suffix (an IP
+    address, `localhost`) stands for itself, and a URL without a host is NO_URL."""
+    try:
+        host = urlsplit(url).hostname if url else None
+    except ValueError:  # a malformed URL (an unclosed IPv6 bracket) is a page's, never a failed report
+        host = None
+    return _host_domain(host) if host else NO_URL
+
+
+@lru_cache(maxsize=1 << 16)
+def _host_domain(host: str) -> str:
+    return SUFFIXES.extract_str(host).top_domain_under_public_suffix or host
 
 
 def _mixture(manifest: dict) -> str:
