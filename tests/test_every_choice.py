@@ -1,5 +1,6 @@
 """Every documented choice of every config key (README's config table) runs the whole belt on the bundled
 sample: four runs, each with several choices, each run's manifest checked."""
+import json
 import logging
 from pathlib import Path
 
@@ -64,8 +65,20 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
         # A second source of curated Parquet whose text is large_string (Polars' default).
         texts = pa.array(CRAWL_SAMPLE * 3, pa.large_string())
         pq.write_table(pa.table({"text": texts}), tmp_path / "polars.parquet")
-        overrides.append(f"sources=[{{name: web, input: ['{WARCS}/*']}}, "
-                         f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5, curated: true}}]")
+        # A third source of text, in a file whose name does not say its format, with its own field names.
+        rows = [{"key": f"note-{i}", "body": text, "link": f"https://notes.example/{i}"}
+                for i, text in enumerate(CRAWL_SAMPLE)]
+        if name == "resiliparse-clean":
+            (tmp_path / "notes.data").write_text("".join(json.dumps(row) + "\n" for row in rows))
+            text = ("{name: notes, input: ['%s'], format: jsonl, text_field: body, id_field: key, url_field: link, "
+                    "select: {score: lang_score, min_score: 0.5}}" % (tmp_path / "notes.data"))
+        else:
+            pq.write_table(pa.Table.from_pylist(rows), tmp_path / "notes.data")
+            text = ("{name: notes, input: ['%s'], format: parquet, text_field: body, id_field: key, "
+                    "url_field: link, select: {score: quality_score, top_fraction: 0.5}}" % (tmp_path / "notes.data"))
+        overrides.append(f"sources=[{{name: web, input: ['{WARCS}/*'], format: warc}}, "
+                         f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5, curated: true}}, "
+                         f"{text}]")
     if name == "trafilatura+resiliparse":
         tokenizer = train_bpe(iter(CRAWL_SAMPLE * 20), 400, ["<|endoftext|>", "<|pad|>"])
         tokenizer.save(str(tmp_path / "tokenizer.json"))
@@ -88,6 +101,13 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
     sources = {row["source"]: row for row in manifest["mixture"]["table"]}
     if "old" in sources:
         assert sources["old"]["documents"] == len(CRAWL_SAMPLE) * 3 and manifest["tokens"]["tokens_per_source"]["old"]
+    if "notes" in sources:  # read with its own fields, and only its selected documents drawn
+        notes = [row for table in docs for row in table.select(["id", "url", "file"]).to_pylist()
+                 if row["file"].endswith("notes.data")]
+        assert notes and all(row["id"].startswith("note-") and row["url"].startswith("https://notes.example/")
+                             for row in notes)
+        selected = [line for line in caplog.messages if line.startswith("mixture: notes: ")]
+        assert selected and sources["notes"]["documents"] == int(selected[0].split()[2]) <= len(notes)
     lines = [record.getMessage() for record in caplog.records if record.name == "crawlbelt"]
     assert not any(line.endswith("None s") for line in lines), lines
     if name == "resiliparse":
