@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -69,7 +69,7 @@ class FilterFile:
 
     def __init__(self, stages: list, sources: list[Source], folder: str, read, storage):
         self.stages = stages
-        self.sources = {source.name: source for source in sources}
+        self.sources = {source.name: replace(source, input=[]) for source in sources}  # how each is read, not its file list
         self.folder = Path(folder)
         self.batch_size = read.batch_size
         self.max_payload_bytes = int(read.max_payload_mb * 1e6)
