@@ -3,13 +3,12 @@ these checks keep them consistent with the repository: what they copy exists, th
 come from pyproject.toml alone, the Ray versions agree, and the config the RayJob runs is a valid config."""
 import re
 import tomllib
-from pathlib import Path
 
 import yaml
 
+from helpers import ROOT
 from pipeline.submit import check_config
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 RAY_PIN = next(d for d in PYPROJECT["project"]["dependencies"] if d.startswith("ray[")).split("==")[1]

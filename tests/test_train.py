@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from pipeline.cli import main
 from pipeline.train.resume import complete_checkpoints
 from token_shards import write_token_shards
 
-ROOT = Path(__file__).resolve().parents[1]
 
 # 24 steps of 8 sequences of 64 tokens; the corpus has about 200 sequences, so the stream wraps once.
 TRAIN_YAML = """
