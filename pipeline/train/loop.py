@@ -14,6 +14,7 @@ import math
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -113,7 +114,7 @@ class Run:
     checkpoints: Checkpointer
     n_params: int
     # Everything a resumed run needs besides tensors and RNG; saved as state.json in each checkpoint.
-    state: dict
+    state: dict[str, Any]
     peak: float | None
     interval: int | None  # steps between checkpoints; auto: chosen once a save has been timed
     last_saved: int
@@ -169,7 +170,7 @@ def start(config: Config, device: torch.device | None) -> Run:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(
         step, cfg.warmup_steps, cfg.steps, cfg.min_lr / cfg.lr))
 
-    state = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
+    state: dict[str, Any] = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
              "recent_losses": [], "spike_streak": 0,
              "rollbacks": [], "loss_scale": 2.0 ** 16 if cfg.precision == "fp16" else 1.0, "good_steps": 0,
              "scheduler": scheduler.state_dict()}
@@ -183,7 +184,7 @@ def start(config: Config, device: torch.device | None) -> Run:
         log.line(f"resumed from {latest} at step {state['step']} (data {data.position(state['consumed'])})")
         log.metrics({"event": "resume", "step": state["step"], "data": data.position(state["consumed"])})
 
-    interval = None if cfg.checkpoint.interval == "auto" else cfg.checkpoint.interval
+    interval = cfg.checkpoint.interval if isinstance(cfg.checkpoint.interval, int) else None  # auto: None for now
     return Run(cfg, rank, world, device, data, folder, log, model, optimizer, scheduler, checkpoints, n_params,
                state, peak_flops(device, cfg.peak_tflops), interval, last_saved=state["step"])
 
