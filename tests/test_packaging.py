@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 from helpers import ROOT
 
 NO_TORCH = '''
@@ -35,6 +37,7 @@ def test_torch_is_only_in_the_train_extra_which_setup_installs():
     assert '".[test,train]"' in (ROOT / "scripts" / "setup.sh").read_text()
 
 
+@pytest.mark.slow
 def test_the_belt_runs_without_torch_and_train_says_it_needs_the_extra(tmp_path):
     (tmp_path / "blocker").mkdir()
     (tmp_path / "blocker" / "sitecustomize.py").write_text(NO_TORCH)
