@@ -277,8 +277,21 @@ def plan_command(args) -> int:
     return 0
 
 
+def torch_installed() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":  # torch is there but broken: let its own error say why
+            raise
+        return False
+    return True
+
+
 def train_command(args, worker_args: list[str]) -> int:
     """Check the config, then start the workers (torchrun or Ray Train), or be one under torchrun."""
+    if not torch_installed():  # torch is the train extra; the belt runs without it
+        print("the train command needs the train extra: pip install 'crawlbelt[train]'", file=sys.stderr)
+        return 2
     overrides = list(args.overrides) + ([f"train.data={args.data}"] if args.data else [])
     try:
         config = load_config(args.config, overrides=overrides, for_train=True)

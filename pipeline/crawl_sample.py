@@ -47,7 +47,7 @@ def page_html(page: int) -> bytes:
         text = text[: -len(LINKED_SENTENCE)] + f'<a href="/more">{LINKED_SENTENCE}</a>'
     return (f'<!DOCTYPE html>\n<html lang="{LANGS[page]}"><head><meta charset="utf-8">'
             f"<title>Page {page}</title></head>\n<body><article><p>{text}</p></article></body></html>\n"
-            ).encode("utf-8")
+            ).encode()
 
 
 def write_warc(path: Path) -> None:

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -264,7 +264,7 @@ class NodeWatch:
             return None
         return "lost node " + ", ".join(f"{node_id} ({address})" for node_id, (address, _, _) in self.lost.items())
 
-    def __enter__(self) -> "NodeWatch":
+    def __enter__(self) -> NodeWatch:
         self.check()
         _WATCHES.add(self)
         self._thread = threading.Thread(target=self._run, name="crawlbelt-node-watch", daemon=True)

@@ -31,7 +31,7 @@ import sys
 import uuid
 import zlib
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -40,7 +40,7 @@ from warcio.warcwriter import WARCWriter
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures"
 
-BASE_DATE = datetime(2024, 3, 11, 9, 0, 0, tzinfo=timezone.utc)
+BASE_DATE = datetime(2024, 3, 11, 9, 0, 0, tzinfo=UTC)
 ID_NAMESPACE = uuid.UUID("6f1c2d3e-4a5b-5c6d-8e7f-0123456789ab")
 USER_AGENT = "crawlbelt-fixture-bot/0.1 (+https://crawlbelt.example/bot)"
 KINDS = ("clean", "exact_duplicate", "near_duplicate", "non_english", "junk", "not_html",
@@ -859,7 +859,7 @@ def junk_spam() -> tuple[str, str]:
         "CLICK HERE cheap flights 2024 cheap flights today cheap flights deals deals deals",
         " ".join(tags[3:] + tags[:3]),
     ]
-    body = "<div class=\"content\">\n" + "".join(f"<p>{esc(l)}</p>\n" for l in lines) + "</div>\n"
+    body = "<div class=\"content\">\n" + "".join(f"<p>{esc(line)}</p>\n" for line in lines) + "</div>\n"
     return render_html("dealhunter", "cheap flights cheap hotels best deals", body), "\n".join(lines)
 
 
@@ -888,7 +888,7 @@ def junk_repetition() -> tuple[str, str]:
         if i % 4 == 3:
             lines.append("Free followers and likes here, click the link below now!")
     body = ('<div class="guestbook">\n<h1>Guestbook</h1>\n'
-            + "".join(f'<div class="entry"><p>{esc(l)}</p></div>\n' for l in lines) + "</div>\n")
+            + "".join(f'<div class="entry"><p>{esc(line)}</p></div>\n' for line in lines) + "</div>\n")
     return render_html("guestbook", "Guestbook", body), "\n".join(["Guestbook"] + lines)
 
 
@@ -986,11 +986,11 @@ def gopher_failures(text: str) -> list[str]:
             fails.append("alpha_words")
         if sum(w.lower().strip(".,;:!?") in STOP_WORDS for w in words) < 2:
             fails.append("stop_words")
-    lines = [l for l in text.split("\n") if l.strip()]
+    lines = [line for line in text.split("\n") if line.strip()]
     if lines:
-        if sum(l.lstrip().startswith(BULLETS) for l in lines) / len(lines) > 0.9:
+        if sum(line.lstrip().startswith(BULLETS) for line in lines) / len(lines) > 0.9:
             fails.append("bullet_lines")
-        if sum(l.rstrip().endswith(("...", "\u2026")) for l in lines) / len(lines) > 0.3:
+        if sum(line.rstrip().endswith(("...", "\u2026")) for line in lines) / len(lines) > 0.3:
             fails.append("ellipsis_lines")
     # repetition
     total_chars = max(1, len(text))
@@ -1079,8 +1079,10 @@ def junk_page(fn, site: str, path: str, junk_kind: str) -> dict:
 def plan() -> list[tuple[str, bool, list[dict]]]:
     """[(file name, gzip, items)]; items are pages (responses), metadata and revisit records."""
     A = article_page
-    near = lambda key, site, path: dict(A(key, site=site, path=path, edits=NEAR_EDITS[key]),
-                                        near_of=key)
+
+    def near(key, site, path):
+        return dict(A(key, site=site, path=path, edits=NEAR_EDITS[key]), near_of=key)
+
     f0 = [
         A("canyon"),
         A("stock"),

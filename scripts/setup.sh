@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install crawlbelt with its pinned dependencies; quick when already done.
+# Create .venv (Python 3.11) and install crawlbelt with its pinned dependencies, the test and train extras;
+# quick when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -13,6 +14,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # the wheel where there is no C++ compiler.
   no_binary=()
   if command -v g++ >/dev/null; then no_binary=(--no-binary fasttext-predict); fi
-  .venv/bin/python -m pip install --quiet "${no_binary[@]}" -e ".[test]"
+  .venv/bin/python -m pip install --quiet "${no_binary[@]}" -e ".[test,train]"
   touch "$stamp"
 fi

@@ -29,7 +29,7 @@ class NaiveBayes:
         self.vocabulary_size = len(votes)
 
     @classmethod
-    def train(cls, good_texts, bad_texts) -> "NaiveBayes":
+    def train(cls, good_texts, bad_texts) -> NaiveBayes:
         good = Counter(w for t in good_texts for w in t.lower().split())
         bad = Counter(w for t in bad_texts for w in t.lower().split())
         n_good, n_bad = sum(good.values()), sum(bad.values())
@@ -42,7 +42,7 @@ class NaiveBayes:
         return cls(votes, n_good, n_bad)
 
     @classmethod
-    def from_files(cls, good_files, bad_files) -> "NaiveBayes":
+    def from_files(cls, good_files, bad_files) -> NaiveBayes:
         """Train from text files holding one example per non-blank line."""
         return cls.train(_read_examples(good_files), _read_examples(bad_files))
 

@@ -8,7 +8,7 @@ revisit) travel as rows with stage `not_document` so that the final counts see e
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa

@@ -16,7 +16,8 @@ import hashlib
 import io
 import os
 import re
-from typing import BinaryIO, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO
 
 import pyarrow as pa
 from warcio.archiveiterator import ArchiveIterator

@@ -1,9 +1,26 @@
-"""Shared test helpers: build ledger tables, and the CRAWL_SAMPLE pages from shared/crawl_sample.md."""
+"""Shared test helpers: the repository's paths, the command line as a subprocess, ledger tables, and the
+CRAWL_SAMPLE pages from shared/crawl_sample.md. (Fixtures and markers are in conftest.py, which pytest
+loads itself and which is not meant to be imported.)"""
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pyarrow as pa
 
 from stages.ledger import LEDGER_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+FIXTURES = ROOT / "tests" / "fixtures"
+SHARED = ROOT.parent / "shared"  # real crawls beside the repository; tests that read it skip without it
+
+
+def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m pipeline ARGS` in a subprocess, its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def ledger_table(texts, **extra_columns) -> pa.Table:

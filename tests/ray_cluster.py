@@ -63,7 +63,7 @@ class LocalCluster:
             return subprocess.Popen([RAY, "start", *args], env={**cluster_env(), "RAY_TMPDIR": self.temp_dir},
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start(self, timeout: float = 120) -> "LocalCluster":
+    def start(self, timeout: float = 120) -> LocalCluster:
         gcs, dashboard, client = free_ports(3)
         self.gcs_address = f"127.0.0.1:{gcs}"
         self.dashboard = f"http://127.0.0.1:{dashboard}"

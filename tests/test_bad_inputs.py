@@ -12,13 +12,13 @@ import pyarrow as pa
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from helpers import ROOT
 from pipeline import belt
-from pipeline.config import ConfigError, RayConfig, load_config
+from pipeline.config import ConfigError, load_config
 from stages.extract import METHODS, Extract
 from stages.ledger import NOT_DOCUMENT
 from stages.warc_read import read_warc
 
-ROOT = Path(__file__).resolve().parents[1]
 BAD = ROOT / "tests" / "fixtures" / "bad"
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_bad_inputs  # noqa: E402
@@ -136,18 +136,11 @@ def test_the_users_own_mistakes_are_one_line_errors(tmp_path):
         belt.prepare_output(Path("/proc/crawlbelt-out"))  # a read-only file system, even for root
 
 
-def test_one_belt_run_over_the_whole_catalogue_keeps_the_ledger(tmp_path):
-    from pipeline.engine import start_ray
-    import ray
-
+def test_one_belt_run_over_the_whole_catalogue_keeps_the_ledger(embedded_ray, tmp_path):
     files = sorted(str(BAD / name) for name in EXPECTED)
     config = load_config(str(ROOT / "configs" / "local.yaml"), inputs=files, output=str(tmp_path / "out"),
                          overrides=["dedup.near=false", "packing.seq_len=32"])
-    start_ray(RayConfig(num_cpus=2))
-    try:
-        manifest = belt.run(config)
-    finally:
-        ray.shutdown()
+    manifest = belt.run(config)
     counts = manifest["counts"]
     assert all(manifest["invariants"].values()), manifest["invariants"]
     assert counts["records_read"] == sum(len(rows) for rows in EXPECTED.values())

@@ -8,24 +8,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import ray
 
+from helpers import CONFIGS, FIXTURES, ROOT, SHARED
 from pipeline import belt, filtering
-from pipeline.config import RayConfig, load_config
+from pipeline.config import load_config
 from pipeline.crawl_sample import EXPECTED, verdicts, write_warc
-from pipeline.engine import start_ray
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
-FIXTURES = ROOT / "tests" / "fixtures"
-REALDATA = ROOT.parent / "shared" / "realdata" / "warc"
+REALDATA = SHARED / "realdata" / "warc"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    start_ray(RayConfig(num_cpus=2))
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 def read_rows(folder: Path) -> list[dict]:

@@ -11,13 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from helpers import CONFIGS, FIXTURES, ROOT
 from ray_cluster import RAY, LocalCluster, cluster_env, free_ports
-from test_s3 import CREDENTIALS, s3_server  # noqa: F401 (a fixture)
+from test_s3 import CREDENTIALS
 from test_s3 import client as s3_client
-
-ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
-FIXTURES = ROOT / "tests" / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +55,7 @@ def two_node_run(cluster, tmp_path_factory):
     return result, folder / "out"
 
 
+@pytest.mark.cluster
 def test_submitted_job_runs_on_both_nodes(cluster, two_node_run):
     result, out = two_node_run
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
@@ -84,6 +82,7 @@ def test_submit_refuses_a_relative_output(tmp_path):
     assert result.returncode == 2 and "absolute path" in result.stderr
 
 
+@pytest.mark.cluster
 def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3_server, tmp_path):
     """Without one the parts would be built in a temporary folder on each node's own disk."""
     s3_client(s3_server).create_dir("curated")
@@ -101,6 +100,7 @@ def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3
     assert "output error:" in logs and "needs storage.staging" in logs and "Traceback" not in logs, logs[-3000:]
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("other_ray", ["a running ray start cluster", "a killed cluster's address file"])
 def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(other_ray, tmp_path):
     """`ray start` writes the cluster's address to RAY_TMPDIR/ray/ray_current_cluster (by default
@@ -236,6 +236,7 @@ def wait_for_the_end(cluster, submission_id: str, timeout: float = 300) -> str:
     return status
 
 
+@pytest.mark.cluster
 def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(cluster, two_node_run, tmp_path):
     """Runs last in this module: it kills the worker node's processes while a job runs on both nodes."""
     _, reference = two_node_run
@@ -266,7 +267,7 @@ def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(clus
         assert (out / part).read_bytes() == (reference / part).read_bytes(), part
 
 
-
+@pytest.mark.cluster
 def test_a_job_left_without_cpus_by_a_lost_node_fails_in_one_line_in_bounded_time(tmp_path):
     """The stall path on a real cluster: every CPU is on the worker node (the head has none), so once that
     node is killed nothing can run; the job must end by ray.node_lost_timeout_s with one line naming it."""

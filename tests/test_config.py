@@ -1,17 +1,14 @@
 """Config validation: each kind of error is one line naming the key or file, exit code 2, nothing written."""
-import subprocess
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from helpers import ROOT, cli
 from pipeline.config import ConfigError, expand_inputs, load_config
 from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "configs" / "crawl_sample.yaml"
 
 
@@ -19,11 +16,6 @@ def write_config(tmp_path, text):
     path = tmp_path / "config.yaml"
     path.write_text(text)
     return str(path)
-
-
-def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -46,7 +38,7 @@ def test_config_errors_name_the_key_exit_2_and_write_nothing(tmp_path, text, exp
     (tmp_path / "x.warc").write_bytes(b"")
     config = write_config(tmp_path, text + "classifier: {kind: none}\n")
     out = tmp_path / "out"
-    result = run_cli("run", config, "--output", str(out), cwd=tmp_path)
+    result = cli("run", config, "--output", str(out), cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: ") and expected in lines[0], result.stderr
@@ -67,7 +59,7 @@ def test_missing_input_names_the_pattern(tmp_path):
 
 
 def test_missing_config_file_and_bad_override(tmp_path):
-    result = run_cli("run", str(tmp_path / "absent.yaml"), cwd=tmp_path)
+    result = cli("run", str(tmp_path / "absent.yaml"), cwd=tmp_path)
     assert result.returncode == 2 and "absent.yaml' not found" in result.stderr
     with pytest.raises(ConfigError, match="unknown key 'dedup.bogus'"):
         load_config(str(SAMPLE), overrides=["dedup.bogus=1"])
@@ -266,7 +258,7 @@ def test_curated_parquet_with_large_string_text_is_accepted(tmp_path):
 
 
 def test_validate_reports_every_problem_at_once_and_writes_nothing(tmp_path):
-    bad = run_cli("validate", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out"),
+    bad = cli("validate", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out"),
                   "--set", "dedup.threshold=7", "--set", "language.languages=english", "--set", "packing.bogus=1",
                   "--set", "quality.min_words=-5", "--set", "ray.num_cpus=0", "--input", str(tmp_path / "none.warc"),
                   cwd=tmp_path)
@@ -277,7 +269,7 @@ def test_validate_reports_every_problem_at_once_and_writes_nothing(tmp_path):
                      "ray.num_cpus", "none.warc' matches no file"):
         assert sum(expected in line for line in lines) == 1, (expected, bad.stderr)
 
-    good = run_cli("validate", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out"), cwd=tmp_path)
+    good = cli("validate", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out"), cwd=tmp_path)
     assert good.returncode == 0, good.stderr
     warcs = sorted((ROOT / "tests" / "fixtures" / "warc").iterdir())
     assert f"read: source 'web' (weight 1): {len(warcs)} crawl files, " \

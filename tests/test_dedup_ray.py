@@ -2,25 +2,18 @@
 import itertools
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 import ray
 
+from helpers import ROOT
 from pipeline import dedup
-from pipeline.config import DedupConfig, RayConfig
-from pipeline.engine import start_ray
-
-ROOT = Path(__file__).resolve().parents[1]
+from pipeline.config import DedupConfig
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    start_ray(RayConfig(num_cpus=2))
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 def shingles(words):

@@ -3,13 +3,12 @@ these checks keep them consistent with the repository: what they copy exists, th
 come from pyproject.toml alone, the Ray versions agree, and the config the RayJob runs is a valid config."""
 import re
 import tomllib
-from pathlib import Path
 
 import yaml
 
+from helpers import ROOT
 from pipeline.submit import check_config
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 RAY_PIN = next(d for d in PYPROJECT["project"]["dependencies"] if d.startswith("ray[")).split("==")[1]
@@ -23,7 +22,7 @@ def test_dockerfile_copies_what_exists_and_installs_from_pyproject():
     # every package the project ships is in the image
     assert {p.split(".")[0] for p in PYPROJECT["tool"]["setuptools"]["packages"]} <= set(sources)
     # one dependency list: pip installs the project itself, no requirements file of the image's own
-    assert re.search(r"pip install [^\n]*\s\.\s", DOCKERFILE) and "requirements" not in DOCKERFILE
+    assert re.search(r"pip install [^\n]*\s\"?\.(\[train\])?\"?\s", DOCKERFILE) and "requirements" not in DOCKERFILE
     assert re.search(rf"^FROM rayproject/ray:{re.escape(RAY_PIN)}-py311", DOCKERFILE, re.M), RAY_PIN
 
 

@@ -2,23 +2,19 @@
 sample: four runs, each with several choices, each run's manifest checked."""
 import json
 import logging
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import ray
 import yaml
 
+from helpers import CRAWL_SAMPLE, ROOT
 from pipeline import belt
-from pipeline.config import RayConfig, load_config
-from pipeline.engine import start_ray
+from pipeline.config import load_config
 from pipeline.finalize import DOC_COLUMNS
 from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
-from tests.helpers import CRAWL_SAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
 WARCS = ROOT / "tests" / "fixtures" / "warc"
 
 # Each run: (the choices, as --set overrides), plus what else it brings.
@@ -41,11 +37,7 @@ RUNS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    start_ray(RayConfig(num_cpus=2))
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 def flat(section: dict, prefix="") -> dict:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from helpers import SHARED
 from stages.extract import Extract, _Timeout, decode_html, drop_short_lines
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 RUSSIAN = (
     "Москва — столица России, город федерального значения. Это крупнейший по численности населения "

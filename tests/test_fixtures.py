@@ -17,8 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
+from helpers import FIXTURES, ROOT
+
 WARC_DIR = FIXTURES / "warc"
 SCRIPT = ROOT / "scripts" / "make_fixtures.py"
 KINDS = {"clean", "exact_duplicate", "near_duplicate", "non_english", "junk", "not_html",

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 INPUTS = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "warc").iterdir())
 SETTINGS = ["ray.num_cpus=2", "packing.seq_len=32", "packing.sequences_per_shard=40", "dedup.shards=3"]
 FINAL = ("docs", "rejects", "tokens")

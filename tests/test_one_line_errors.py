@@ -14,18 +14,13 @@ from pathlib import Path
 import pytest
 from ray._private import ray_constants
 
+from helpers import ROOT, cli
 from pipeline.cli import interrupted_line
 from pipeline.config import RAY_OBJECT_STORE_MIN_MB, Config, StorageConfig
 
-ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = ["--set", "ray.num_cpus=2"]
 INTERRUPTED = ("crawlbelt: interrupted; run the same command again to resume "
                "(the filter pass's finished files are kept)")
-
-
-def cli(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def run_command(out: Path) -> list[str]:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import ROOT, cli
 from pipeline.config import ConfigError, load_config
 from test_kill_resume import SETTINGS, command, run_and_kill, run_to_end
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "configs" / "local.yaml"
 
 # Folders a user may point --output at by mistake: a web app's build, dbt's target/, a killed tool's _work,
@@ -37,11 +36,6 @@ def make_tree(folder: Path, files: dict[str, str]) -> None:
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
             if p.is_file() and "_work" not in p.parts}
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
 
 
 @pytest.mark.parametrize("layout", FOREIGN)

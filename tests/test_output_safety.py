@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 FIXTURE_WARCS = sorted((ROOT / "tests" / "fixtures" / "warc").iterdir())
 
 

@@ -2,14 +2,12 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from pipeline.cli import main
 from pipeline.train.plan import parse_count, plan, wasted_fraction, young_interval
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_planner_figures_match_crawl_sample():

@@ -36,9 +36,9 @@ QUALITY_CASES = [
     # the same with ellipses, kept off the line's end so that mostly_ellipsis stays quiet
     ("too_many_symbols", " ".join(["wait..."] * 3 + ["so…"] * 3 + words(44)), " ".join(["wait..."] * 5 + words(45))),
     # all 10 lines are bullets; then 9 of 10 (0.9 is not above 0.9)
-    ("mostly_bullets", _lines(10, 10, lambda l: "-" + l), _lines(10, 9, lambda l: "•" + l)),
+    ("mostly_bullets", _lines(10, 10, lambda line: "-" + line), _lines(10, 9, lambda line: "•" + line)),
     # 4 of 10 lines end with an ellipsis; then 3 of 10
-    ("mostly_ellipsis", _lines(10, 4, lambda l: l + "..."), _lines(10, 3, lambda l: l + "…")),
+    ("mostly_ellipsis", _lines(10, 4, lambda line: line + "..."), _lines(10, 3, lambda line: line + "…")),
     # 40 of 51 words have a letter (0.78); then 40 of 50 (0.80)
     ("too_few_alphabetic_words", " ".join(words(40) + ["123"] * 11), " ".join(words(40) + ["123"] * 10)),
     # only "the" of the Gopher stop words; then "the" and "and"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 HEADING = "**2. On a two-node Ray cluster"
 
 # `ray stop` stops every Ray process it can see. A PID namespace of its own (as a machine of its own) shows it
@@ -73,6 +74,7 @@ class Shell:
 
 @pytest.mark.skipif(not private_namespaces(), reason="needs `unshare` (PID namespaces), so that the README's "
                     "`ray stop` stops only this test's Ray and not other Ray runs of this machine")
+@pytest.mark.cluster
 def test_the_readme_two_node_procedure_as_written(tmp_path):
     commands = readme_commands()
     assert len(commands) == 6 and "--working-dir ." in commands[3], commands

@@ -3,9 +3,8 @@ is the one CI runs (.ci/run), so the suite does not run itself."""
 import json
 import re
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 def two_commands() -> list[str]:

@@ -1,15 +1,15 @@
 """Reader, extraction and fastText together on real Common Crawl pages in several languages and charsets."""
 import re
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from helpers import SHARED
 from stages.extract import Extract
 from stages.langid import LanguageId
 from stages.warc_read import read_warc
 
-CC_FILE = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "warc" / "resiliparse__warcfile.warc.gz"
+CC_FILE = SHARED / "realdata" / "warc" / "resiliparse__warcfile.warc.gz"
 pytestmark = pytest.mark.skipif(not CC_FILE.is_file(), reason=f"../shared/realdata not found ({CC_FILE}): skipped")
 
 LANGUAGE_OF_CHARSET = {"windows-1251": "ru", "koi8-r": "ru"}

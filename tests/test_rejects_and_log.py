@@ -18,13 +18,12 @@ import yaml
 from ray.data.datasource import FilenameProvider
 from ray.util.annotations import RayDeprecationWarning
 
+from helpers import CRAWL_SAMPLE, ROOT
 from pipeline import belt, filtering
-from pipeline.config import PassResources, RayConfig, load_config
-from pipeline.engine import start_ray, task_options, write_options
+from pipeline.config import PassResources, load_config
+from pipeline.engine import task_options, write_options
 from pipeline.finalize import SNIPPET_CHARS
-from tests.helpers import CRAWL_SAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "crawl_sample.yaml"
 INPUTS = [ROOT / "configs" / "crawl_sample.warc", ROOT / "tests" / "fixtures" / "warc" / "crawl-00002.warc"]
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d ")  # each run.log line starts so
@@ -91,13 +90,6 @@ def test_the_console_has_no_warning_and_run_log_has_every_line_and_the_config(ru
     assert [line.split(" ", 1)[1] for line in logged[1 + len(config):]] == console  # every line, the last too
     assert any(line.startswith("crawlbelt: filter pass: ") for line in console)
     assert not (out / "_work").exists()
-
-
-@pytest.fixture
-def embedded_ray():
-    start_ray(RayConfig(num_cpus=2))
-    yield
-    ray.shutdown()
 
 
 def test_a_failed_run_leaves_its_log_in_work_and_the_error_says_where(embedded_ray, tmp_path):

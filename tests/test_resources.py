@@ -1,22 +1,15 @@
 """A pass's per-task request that no node of the cluster can satisfy is one line before any work, not a hang."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import ray
 
+from helpers import ROOT
 from pipeline.config import ConfigError, PassResources, RayConfig, ResourcesConfig
-from pipeline.engine import check_resources, start_ray
-
-ROOT = Path(__file__).resolve().parents[1]
+from pipeline.engine import check_resources
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    start_ray(RayConfig(num_cpus=2))
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 @pytest.mark.parametrize("filter_settings, encode_settings, expected", [

@@ -3,45 +3,16 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import pytest
 import yaml
 
-from ray_cluster import free_ports
+from helpers import CONFIGS, FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ROOT / "configs"
-FIXTURES = ROOT / "tests" / "fixtures"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing-secret", "AWS_REGION": "us-east-1"}
-
-
-@pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    (port,) = free_ports(1)
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "w")
-    server = subprocess.Popen([str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(endpoint, timeout=2)
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "moto_server did not start"
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 def client(endpoint: str) -> pafs.S3FileSystem:

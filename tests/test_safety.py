@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from helpers import ROOT
 from pipeline.config import ConfigError, load_config
 from pipeline.train.checkpoint import rng_states, set_rng_states
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_config_cannot_run_code(tmp_path):

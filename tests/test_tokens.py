@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from helpers import CRAWL_SAMPLE
+from helpers import CRAWL_SAMPLE, SHARED
 from stages.tokens import DocumentEncoder, as_tiktoken, assemble, cut, stream_layout, token_dtype, train_bpe
 
-GROUND_TRUTH = Path(__file__).resolve().parents[2] / "shared" / "realhtml" / "ground_truth.jsonl"
+GROUND_TRUTH = SHARED / "realhtml" / "ground_truth.jsonl"
 
 SPECIAL = ["<|endoftext|>", "<|pad|>"]
 TEXTS = CRAWL_SAMPLE * 3 + ["Ünïcödé — text, emoji 🌍, and tabs\tand\nnewlines.", "Zahlen 3.14159 und 42!"]

@@ -11,24 +11,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import ray
 from tokenizers import Tokenizer, normalizers
 
 import browser
+from helpers import ROOT
 from pipeline import belt
-from pipeline.config import RayConfig, load_config
-from pipeline.engine import start_ray
+from pipeline.config import load_config
 from stages.tokens import train_bpe
 
-ROOT = Path(__file__).resolve().parents[1]
 EOS = "<|endoftext|>"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    start_ray(RayConfig(num_cpus=2))
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +180,7 @@ def test_a_pass_that_writes_no_sequence_says_why_in_the_log_and_the_manifest(str
     assert all(escape(w) in page for w in warnings)  # the report shows them too
 
 
+@pytest.mark.browser
 def test_report_renders_in_headless_chromium(stream_run, tmp_path):
     if browser.chromium() is None:
         pytest.skip("chromium not found: the report's browser test needs Debian's chromium "

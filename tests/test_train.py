@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ROOT
 from pipeline.cli import main
 from pipeline.train.resume import complete_checkpoints
 from token_shards import write_token_shards
 
-ROOT = Path(__file__).resolve().parents[1]
 
 # 24 steps of 8 sequences of 64 tokens; the corpus has about 200 sequences, so the stream wraps once.
 TRAIN_YAML = """
@@ -97,6 +97,7 @@ def test_loss_falls_with_bf16_compute_and_fp32_master_weights(uninterrupted):
     assert kept == ["step-00000020", "step-00000024"]
 
 
+@pytest.mark.slow
 def test_stop_and_resume_gives_the_same_losses_bit_for_bit(corpus, uninterrupted, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     # Asynchronous saves here, synchronous in the uninterrupted run: both must hold the same state.
@@ -119,6 +120,7 @@ def test_stop_and_resume_gives_the_same_losses_bit_for_bit(corpus, uninterrupted
             assert resumed[step][key] == expected[step][key], (step, key)
 
 
+@pytest.mark.slow
 def test_corrupted_batches_spike_and_training_rolls_back_past_them_twice(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     # Batches 13 and 14 become random tokens. To a barely trained tiny model that is only about 1.2 times
@@ -146,6 +148,7 @@ def test_corrupted_batches_spike_and_training_rolls_back_past_them_twice(corpus,
     assert "rolled back to step 12" in log and "skipping batches 12 to 13" in log and "skipping batches 12 to 14" in log
 
 
+@pytest.mark.slow
 def test_fp16_with_loss_scaling_and_checkpoint_interval_by_youngs_rule(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     result = train(corpus, data, "--set", "train.precision=fp16", "--set", "train.steps=8",
@@ -160,6 +163,7 @@ def test_fp16_with_loss_scaling_and_checkpoint_interval_by_youngs_rule(corpus, t
     assert json.loads((data / "train" / "summary.json").read_text())["compute_dtype"] == "torch.float16"
 
 
+@pytest.mark.slow
 def test_fp32_compute_trains_without_loss_scaling(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     train(corpus, data, "--set", "train.precision=fp32", "--set", "train.steps=6")
@@ -192,6 +196,7 @@ def test_precision_policy_and_global_grad_norm_across_shards(tmp_path):
     assert norm["clipped_direction_max_error"] < 1e-6
 
 
+@pytest.mark.slow
 def test_ray_train_runs_the_same_loop_with_the_same_losses(corpus, uninterrupted, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     result = train(corpus, data, "--stop-after", "4", "--set", "train.launcher=ray",
@@ -276,6 +281,7 @@ def test_train_mistakes_are_one_line_config_errors_before_anything_starts(corpus
     assert sorted(p.name for p in (resumable / "train").iterdir()) == ["checkpoints"]  # nothing written
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_one_line_exit_130_and_a_rerun_resumes(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -1,11 +1,11 @@
 """The train stage's parts in one process: the median rule, the schedule, the shard reader, the model,
 clipping with a loss scale, checkpoint discovery and the train config."""
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from helpers import ROOT
 from pipeline.config import ConfigError, load_config
 from pipeline.train.resume import complete_checkpoints
 from pipeline.train.data import IGNORE, TokenShards
@@ -13,8 +13,6 @@ from pipeline.train.distributed import clip_grad_norm_
 from pipeline.train.loop import lr_factor, spike_median
 from pipeline.train.model import SIZES, ModelArgs, Transformer, count_parameters
 from token_shards import write_token_shards
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_median_rule_flags_crawl_samples_step_5_only():

@@ -15,10 +15,10 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from helpers import SHARED
 from stages.ledger import NOT_DOCUMENT
 from stages.warc_read import DOCUMENT_SCHEMA, ORDER_STRIDE, read_warc, stable_id
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 REALDATA = SHARED / "realdata"
 MALFORMED = [
     "resiliparse__clipped.warc.gz",

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
 
 
 @lru_cache(maxsize=1)

@@ -14,12 +14,13 @@ import math
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from pipeline.config import Config
+from pipeline.config import Config, TrainConfig
 from pipeline.train import distributed
 from pipeline.train.checkpoint import Checkpointer
 from pipeline.train.data import IGNORE, TokenShards
@@ -97,18 +98,67 @@ class RunLog:
                 f.write(text + "\n")
 
 
+@dataclasses.dataclass
+class Run:
+    """One worker's training run: what `start` builds, and what the steps change (state, timings)."""
+    cfg: TrainConfig
+    rank: int
+    world: int
+    device: torch.device
+    data: TokenShards
+    folder: Path
+    log: RunLog
+    model: Transformer
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    checkpoints: Checkpointer
+    n_params: int
+    # Everything a resumed run needs besides tensors and RNG; saved as state.json in each checkpoint.
+    state: dict[str, Any]
+    peak: float | None
+    interval: int | None  # steps between checkpoints; auto: chosen once a save has been timed
+    last_saved: int
+    step_seconds: list[float] = dataclasses.field(default_factory=list)
+    bytes_per_parameter: float | None = None
+
+    @property
+    def fp16(self) -> bool:
+        return self.cfg.precision == "fp16"
+
+
 def train(config: Config, stop_after: int | None = None, device: torch.device | None = None) -> dict | None:
     """Train, or resume from the newest complete checkpoint; returns the run summary (rank 0)."""
+    run = start(config, device)
+    cfg = run.cfg
+    while run.state["step"] < cfg.steps:
+        record = train_step(run)
+        log_step(run, record)
+        if spike_rolled_back(run, record["step"], record["loss"]):
+            continue
+        run.checkpoints.poll()
+        if stop_after is not None and run.state["step"] >= stop_after:
+            run.log.line(f"stopping after step {run.state['step']} (--stop-after)")
+            break
+        # Never save in the middle of a spike: a rollback would land on it.
+        if run.state["spike_streak"] == 0 and checkpoint_due(run):
+            seconds = save(run)
+            if cfg.checkpoint.interval == "auto":  # save every sqrt(2 C M) seconds (Young, 1974), C measured each time
+                run.interval = choose_interval(seconds, run.step_seconds, cfg.checkpoint.mtbf_hours, run.log,
+                                               run.device, run.interval)
+    return finish(run)
+
+
+def start(config: Config, device: torch.device | None) -> Run:
+    """Build the model, its optimizer and schedule, and resume from the newest complete checkpoint if any."""
     cfg = config.train
     rank, world, device = distributed.start(cfg.device, device)
     data = TokenShards(cfg.data)
     folder = Path(cfg.data) / "train"
     log = RunLog(folder, rank)
-    batch, seq_len = cfg.batch_size, data.seq_len
 
     # The same seed everywhere: every worker builds the same full model, then keeps its shard.
     torch.manual_seed(cfg.seed)
-    args = model_args(cfg.model, data.vocab_size, seq_len)
+    args = model_args(cfg.model, data.vocab_size, data.seq_len)
     model = Transformer(args).to(device)
     n_params = count_parameters(model)
     distributed.shard_model(model, cfg.precision)
@@ -119,16 +169,14 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(
         step, cfg.warmup_steps, cfg.steps, cfg.min_lr / cfg.lr))
-    fp16 = cfg.precision == "fp16"
 
-    # Everything a resumed run needs besides tensors and RNG; saved as state.json in each checkpoint.
-    state = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
+    state: dict[str, Any] = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
              "recent_losses": [], "spike_streak": 0,
-             "rollbacks": [], "loss_scale": 2.0 ** 16 if fp16 else 1.0, "good_steps": 0,
+             "rollbacks": [], "loss_scale": 2.0 ** 16 if cfg.precision == "fp16" else 1.0, "good_steps": 0,
              "scheduler": scheduler.state_dict()}
     checkpoints = Checkpointer(folder / "checkpoints", cfg.checkpoint.keep, cfg.checkpoint.async_save)
     log.line(f"model: {n_params:,} parameters, {cfg.precision} compute, fp32 master weights, "
-             f"{world} workers on {device.type}, {data.total:,} sequences of {seq_len} tokens")
+             f"{world} workers on {device.type}, {data.total:,} sequences of {data.seq_len} tokens")
     latest = checkpoints.latest()  # it fits these shards and this model: the config check made sure
     if latest:
         state = checkpoints.load(latest, model, optimizer)
@@ -136,140 +184,166 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
         log.line(f"resumed from {latest} at step {state['step']} (data {data.position(state['consumed'])})")
         log.metrics({"event": "resume", "step": state["step"], "data": data.position(state["consumed"])})
 
-    auto_interval = cfg.checkpoint.interval == "auto"
-    interval = None if auto_interval else cfg.checkpoint.interval  # auto: chosen once a save has been timed
-    peak = peak_flops(device, cfg.peak_tflops)
-    step_seconds = []
-    last_saved = state["step"]
-    bytes_per_parameter = None
+    interval = cfg.checkpoint.interval if isinstance(cfg.checkpoint.interval, int) else None  # auto: None for now
+    return Run(cfg, rank, world, device, data, folder, log, model, optimizer, scheduler, checkpoints, n_params,
+               state, peak_flops(device, cfg.peak_tflops), interval, last_saved=state["step"])
 
-    def save() -> float:
-        nonlocal last_saved
-        state["scheduler"] = scheduler.state_dict()
-        seconds = checkpoints.save(state["step"], model, optimizer, state)
-        last_saved = state["step"]
-        log.metrics({"event": "checkpoint", "step": state["step"], "seconds": round(seconds, 4)})
-        return seconds
 
-    def checkpoint_due() -> bool:
-        if auto_interval:  # the first save, after step 2, is timed to choose the interval
-            return state["step"] - last_saved >= interval if interval else state["step"] >= 2
-        return bool(interval) and state["step"] % interval == 0
+def train_step(run: Run) -> dict:
+    """One step: this worker's slice of the batch, forward and backward, the optimizer, the schedule.
+    Returns the step's metrics record."""
+    started = time.perf_counter()
+    step = run.state["step"] + 1
+    inputs, targets, batch_index = read_batch(run, step)
+    loss = forward_backward(run, inputs, targets)
+    grad_norm = optimizer_step(run, step)
+    lr = run.scheduler.get_last_lr()[0]
+    run.scheduler.step()
+    run.state["step"] = step
+    run.state["consumed"] += run.cfg.batch_size
 
-    while state["step"] < cfg.steps:
-        started = time.perf_counter()
-        step = state["step"] + 1
-        batch_index = state["consumed"] // batch
-        inputs, targets = data.batch(state["consumed"], batch, rank, world)
-        if batch_index in cfg.corrupt_batches:
-            noise_seed = (cfg.seed * 1_000_003 + batch_index) * 101 + rank
-            inputs, targets = corrupt(inputs, targets, data.vocab_size, noise_seed)
-            log.line(f"step {step}: batch {batch_index} replaced with noise (train.corrupt_batches)")
-        inputs, targets = inputs.to(device), targets.to(device)
+    if run.device.type == "cuda":
+        torch.cuda.synchronize(run.device)
+    seconds = time.perf_counter() - started
+    run.step_seconds.append(seconds)
+    record = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm,
+              "tokens_per_s": run.cfg.batch_size * run.data.seq_len / seconds, "batch": batch_index}
+    if run.fp16:
+        record["loss_scale"] = run.state["loss_scale"]
+    if run.peak:
+        record["mfu"] = 6 * run.n_params * record["tokens_per_s"] / (run.peak * run.world)
+    if run.device.type == "cuda":
+        record["max_memory_gb"] = torch.cuda.max_memory_allocated(run.device) / 1e9
+    return record
 
-        # The loss is the mean over every real target token of the global batch. FSDP averages gradients
-        # over workers, so each worker's sum is scaled by world / (global token count).
-        logits = model(inputs)
-        loss_sum = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
-                                   reduction="sum")
-        n_tokens = distributed.all_reduce_sum((targets != IGNORE).sum().float())
-        (loss_sum * (world * state["loss_scale"]) / n_tokens).backward()
-        loss = (distributed.all_reduce_sum(loss_sum) / n_tokens).item()
 
-        grad_norm = distributed.clip_grad_norm_(model.parameters(), cfg.grad_clip, state["loss_scale"])
-        overflow = not math.isfinite(grad_norm)
-        if overflow and fp16:  # dynamic loss scaling: skip the update, halve the scale
-            state["loss_scale"] /= 2
-            state["good_steps"] = 0
-        elif overflow:
-            raise FloatingPointError(f"step {step}: gradient norm is {grad_norm}")
-        else:
-            optimizer.step()
-            if fp16:
-                state["good_steps"] += 1
-                if state["good_steps"] % SCALE_GROWTH_STEPS == 0:  # long without overflow: try a larger scale
-                    state["loss_scale"] *= 2
-        if bytes_per_parameter is None and not overflow:  # gradients and Adam's moments exist only now
-            bytes_per_parameter = state_bytes_per_parameter(model, optimizer, n_params, device)
-        optimizer.zero_grad(set_to_none=True)
-        lr = scheduler.get_last_lr()[0]
-        scheduler.step()
-        state["step"] = step
-        state["consumed"] += batch
+def read_batch(run: Run, step: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """This worker's inputs and targets of the next global batch (noise for train.corrupt_batches), and its index."""
+    cfg = run.cfg
+    batch_index = run.state["consumed"] // cfg.batch_size
+    inputs, targets = run.data.batch(run.state["consumed"], cfg.batch_size, run.rank, run.world)
+    if batch_index in cfg.corrupt_batches:
+        noise_seed = (cfg.seed * 1_000_003 + batch_index) * 101 + run.rank
+        inputs, targets = corrupt(inputs, targets, run.data.vocab_size, noise_seed)
+        run.log.line(f"step {step}: batch {batch_index} replaced with noise (train.corrupt_batches)")
+    return inputs.to(run.device), targets.to(run.device), batch_index
 
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        seconds = time.perf_counter() - started
-        step_seconds.append(seconds)
-        record = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm,
-                  "tokens_per_s": batch * seq_len / seconds, "batch": batch_index}
-        if fp16:
-            record["loss_scale"] = state["loss_scale"]
-        if peak:
-            record["mfu"] = 6 * n_params * record["tokens_per_s"] / (peak * world)
-        if device.type == "cuda":
-            record["max_memory_gb"] = torch.cuda.max_memory_allocated(device) / 1e9
-        log.metrics(record)
-        if step % cfg.log_every == 0 or step == cfg.steps:
-            log.line(f"step {step}/{cfg.steps} | loss {loss:.4f} | lr {lr:.2e} | grad norm {grad_norm:.3f} | "
-                     f"{record['tokens_per_s']:,.0f} tokens/s" + (f" | MFU {record['mfu']:.1%}" if peak else ""))
 
-        # The median rule. The window is the losses before this step, spikes included.
-        median = spike_median(loss, state["recent_losses"], cfg.spike.window, cfg.spike.factor)
-        spike = median is not None
-        state["recent_losses"] = (state["recent_losses"] + [loss])[-cfg.spike.window:]
-        state["spike_streak"] = state["spike_streak"] + 1 if spike else 0
-        if spike:
-            log.line(f"step {step}: loss spike, {loss:.4f} > {cfg.spike.factor} x median {median:.4f}")
-            log.metrics({"event": "spike", "step": step, "loss": loss, "median": median})
-        if cfg.spike.persist and state["spike_streak"] >= cfg.spike.persist:
-            target = checkpoints.latest()
-            if target is None:
-                log.line(f"step {step}: no checkpoint to roll back to; going on")
-                state["spike_streak"] = 0
-            else:
-                # Back to the checkpoint's weights, and on past the batches that led into the spike.
-                resume_at, rollbacks = state["consumed"], state["rollbacks"]
-                state = checkpoints.load(target, model, optimizer)
-                scheduler.load_state_dict(state["scheduler"])
-                skipped = [state["consumed"] // batch, resume_at // batch - 1]
-                rollback = {"spike_step": step, "to_step": state["step"], "skipped_batches": skipped}
-                # The checkpoint's list lacks the rollbacks since it was saved (to it, too): keep ours.
-                state["rollbacks"] = rollbacks + [rollback]
-                state["consumed"] = resume_at
-                last_saved = state["step"]
-                log.line(f"step {step}: rolled back to step {state['step']} ({target.name}), "
-                         f"skipping batches {skipped[0]} to {skipped[1]}")
-                log.metrics({"event": "rollback", **rollback})
-                continue
+def forward_backward(run: Run, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+    """The loss is the mean over every real target token of the global batch. FSDP averages gradients
+    over workers, so each worker's sum is scaled by world / (global token count). Returns the loss."""
+    logits = run.model(inputs)
+    loss_sum = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
+                               reduction="sum")
+    n_tokens = distributed.all_reduce_sum((targets != IGNORE).sum().float())
+    (loss_sum * (run.world * run.state["loss_scale"]) / n_tokens).backward()
+    return (distributed.all_reduce_sum(loss_sum) / n_tokens).item()
 
-        checkpoints.poll()
-        if stop_after is not None and state["step"] >= stop_after:
-            log.line(f"stopping after step {state['step']} (--stop-after)")
-            break
-        # Never save in the middle of a spike: a rollback would land on it.
-        if state["spike_streak"] == 0 and checkpoint_due():
-            seconds = save()
-            if auto_interval:  # save every sqrt(2 C M) seconds (Young, 1974), C measured each time
-                interval = choose_interval(seconds, step_seconds, cfg.checkpoint.mtbf_hours, log, device, interval)
 
-    if state["step"] != last_saved or not checkpoints.latest():
-        save()
-    checkpoints.wait()
+def optimizer_step(run: Run, step: int) -> float:
+    """Clip the global gradient norm, then AdamW, unless fp16 gradients overflowed; returns the norm."""
+    state = run.state
+    grad_norm = distributed.clip_grad_norm_(run.model.parameters(), run.cfg.grad_clip, state["loss_scale"])
+    overflow = not math.isfinite(grad_norm)
+    if overflow and run.fp16:  # dynamic loss scaling: skip the update, halve the scale
+        state["loss_scale"] /= 2
+        state["good_steps"] = 0
+    elif overflow:
+        raise FloatingPointError(f"step {step}: gradient norm is {grad_norm}")
+    else:
+        run.optimizer.step()
+        if run.fp16:
+            state["good_steps"] += 1
+            if state["good_steps"] % SCALE_GROWTH_STEPS == 0:  # long without overflow: try a larger scale
+                state["loss_scale"] *= 2
+    if run.bytes_per_parameter is None and not overflow:  # gradients and Adam's moments exist only now
+        run.bytes_per_parameter = state_bytes_per_parameter(run.model, run.optimizer, run.n_params, run.device)
+    run.optimizer.zero_grad(set_to_none=True)
+    return grad_norm
+
+
+def log_step(run: Run, record: dict) -> None:
+    run.log.metrics(record)
+    step, steps = record["step"], run.cfg.steps
+    if step % run.cfg.log_every == 0 or step == steps:
+        run.log.line(f"step {step}/{steps} | loss {record['loss']:.4f} | lr {record['lr']:.2e} | "
+                     f"grad norm {record['grad_norm']:.3f} | {record['tokens_per_s']:,.0f} tokens/s"
+                     + (f" | MFU {record['mfu']:.1%}" if run.peak else ""))
+
+
+def spike_rolled_back(run: Run, step: int, loss: float) -> bool:
+    """The median rule, then, after train.spike.persist spikes in a row, a rollback to the newest checkpoint.
+    True when it rolled back."""
+    cfg, log = run.cfg.spike, run.log
+    # The window is the losses before this step, spikes included.
+    median = spike_median(loss, run.state["recent_losses"], cfg.window, cfg.factor)
+    spike = median is not None
+    run.state["recent_losses"] = (run.state["recent_losses"] + [loss])[-cfg.window:]
+    run.state["spike_streak"] = run.state["spike_streak"] + 1 if spike else 0
+    if spike:
+        log.line(f"step {step}: loss spike, {loss:.4f} > {cfg.factor} x median {median:.4f}")
+        log.metrics({"event": "spike", "step": step, "loss": loss, "median": median})
+    if not (cfg.persist and run.state["spike_streak"] >= cfg.persist):
+        return False
+    target = run.checkpoints.latest()
+    if target is None:
+        log.line(f"step {step}: no checkpoint to roll back to; going on")
+        run.state["spike_streak"] = 0
+        return False
+    # Back to the checkpoint's weights, and on past the batches that led into the spike.
+    batch = run.cfg.batch_size
+    resume_at, rollbacks = run.state["consumed"], run.state["rollbacks"]
+    state = run.state = run.checkpoints.load(target, run.model, run.optimizer)
+    run.scheduler.load_state_dict(state["scheduler"])
+    skipped = [state["consumed"] // batch, resume_at // batch - 1]
+    rollback = {"spike_step": step, "to_step": state["step"], "skipped_batches": skipped}
+    # The checkpoint's list lacks the rollbacks since it was saved (to it, too): keep ours.
+    state["rollbacks"] = rollbacks + [rollback]
+    state["consumed"] = resume_at
+    run.last_saved = state["step"]
+    log.line(f"step {step}: rolled back to step {state['step']} ({target.name}), "
+             f"skipping batches {skipped[0]} to {skipped[1]}")
+    log.metrics({"event": "rollback", **rollback})
+    return True
+
+
+def save(run: Run) -> float:
+    """A checkpoint of this step; returns the seconds it took."""
+    state = run.state
+    state["scheduler"] = run.scheduler.state_dict()
+    seconds = run.checkpoints.save(state["step"], run.model, run.optimizer, state)
+    run.last_saved = state["step"]
+    run.log.metrics({"event": "checkpoint", "step": state["step"], "seconds": round(seconds, 4)})
+    return seconds
+
+
+def checkpoint_due(run: Run) -> bool:
+    step, interval = run.state["step"], run.interval
+    if run.cfg.checkpoint.interval == "auto":  # the first save, after step 2, is timed to choose the interval
+        return step - run.last_saved >= interval if interval else step >= 2
+    return bool(interval) and step % interval == 0
+
+
+def finish(run: Run) -> dict | None:
+    """The last checkpoint and the summary (summary.json); returns the summary on rank 0."""
+    state, batch, seq_len = run.state, run.cfg.batch_size, run.data.seq_len
+    if state["step"] != run.last_saved or not run.checkpoints.latest():
+        save(run)
+    run.checkpoints.wait()
     summary = {"steps": state["step"], "final_loss": state["recent_losses"][-1] if state["recent_losses"] else None,
-               "rollbacks": state["rollbacks"], "parameters": n_params, "workers": world,
-               "compute_dtype": str(distributed.COMPUTE_DTYPES[cfg.precision]),
-               "master_dtype": str(next(model.parameters()).dtype),
-               "bytes_per_parameter": bytes_per_parameter, "expected_bytes_per_parameter": BYTES_PER_PARAMETER,
-               "tokens_per_s": batch * seq_len * len(step_seconds) / max(sum(step_seconds), 1e-9),
-               "data": data.position(state["consumed"])}
-    if rank == 0:
-        (folder / "summary.json").write_text(json.dumps(summary, indent=1))
-    if bytes_per_parameter:
-        log.line(f"memory: {bytes_per_parameter:.1f} bytes of weights, gradients and Adam state per parameter "
-                 f"(crawl_sample.md's mixed-precision bill: {BYTES_PER_PARAMETER})")
+               "rollbacks": state["rollbacks"], "parameters": run.n_params, "workers": run.world,
+               "compute_dtype": str(distributed.COMPUTE_DTYPES[run.cfg.precision]),
+               "master_dtype": str(next(run.model.parameters()).dtype),
+               "bytes_per_parameter": run.bytes_per_parameter, "expected_bytes_per_parameter": BYTES_PER_PARAMETER,
+               "tokens_per_s": batch * seq_len * len(run.step_seconds) / max(sum(run.step_seconds), 1e-9),
+               "data": run.data.position(state["consumed"])}
+    if run.rank == 0:
+        (run.folder / "summary.json").write_text(json.dumps(summary, indent=1))
+    if run.bytes_per_parameter:
+        run.log.line(f"memory: {run.bytes_per_parameter:.1f} bytes of weights, gradients and Adam state per "
+                     f"parameter (crawl_sample.md's mixed-precision bill: {BYTES_PER_PARAMETER})")
     dist.barrier()
-    return summary if rank == 0 else None
+    return summary if run.rank == 0 else None
 
 
 def choose_interval(save_seconds: float, step_seconds: list[float], mtbf_hours: float, log: RunLog,

@@ -1,0 +1,59 @@
+"""torch is the `train` extra: the curation belt imports and runs without it, and `train` without it says so
+in one line. A fresh venv takes too long here, so torch is hidden instead, in every process of the run (the
+blocker is a sitecustomize on PYTHONPATH, which Ray's workers inherit)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from helpers import ROOT
+
+NO_TORCH = '''
+import os, sys
+
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoTorch())
+with open(os.environ["NO_TORCH_LOG"], "a") as log:
+    log.write(f"{os.getpid()}\\n")
+'''
+
+MAIN = "import sys; from pipeline.cli import main; code = main(sys.argv[1:]); assert 'torch' not in sys.modules; " \
+       "sys.exit(code)"
+
+
+def test_torch_is_only_in_the_train_extra_which_setup_installs():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("torch") for d in project["dependencies"])
+    assert project["optional-dependencies"]["train"] == ["torch==2.13.0"]
+    assert '".[test,train]"' in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+@pytest.mark.slow
+def test_the_belt_runs_without_torch_and_train_says_it_needs_the_extra(tmp_path):
+    (tmp_path / "blocker").mkdir()
+    (tmp_path / "blocker" / "sitecustomize.py").write_text(NO_TORCH)
+    log = tmp_path / "pids"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "blocker"), "NO_TORCH_LOG": str(log)}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-c", MAIN, *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    hidden = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
+    assert hidden.returncode == 1 and "No module named 'torch'" in hidden.stderr
+    dry = cli("dry-run", "--output", str(tmp_path / "dry"))
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "| 0 | kept |" in dry.stdout
+    assert len(set(log.read_text().split())) > 2  # the Ray workers ran without torch too
+    train = cli("train", str(ROOT / "configs" / "train_tiny.yaml"))
+    assert train.returncode == 2
+    assert train.stderr == "the train command needs the train extra: pip install 'crawlbelt[train]'\n"
