@@ -15,7 +15,8 @@ by import path (stages/user.py has the contract); without it the belt is DEFAULT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pyarrow as pa
 

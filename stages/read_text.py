@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from typing import BinaryIO, Callable, Iterator, NamedTuple
+from typing import BinaryIO, NamedTuple
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -89,7 +89,7 @@ class UserStage:
         self._run = None
 
     @classmethod
-    def from_entry(cls, entry: dict) -> "UserStage":
+    def from_entry(cls, entry: dict) -> UserStage:
         return cls(entry["use"], entry.get("with"), entry.get("name"), entry.get("adds"), entry.get("threshold"))
 
     def __getstate__(self):

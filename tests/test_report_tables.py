@@ -2,7 +2,6 @@
 built by hand with real Parquet parts (two reject parts, one of them in several row groups) under that run's
 manifest, read back from the written page."""
 import json
-import shutil
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
