@@ -24,15 +24,13 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 
 from pipeline import dedup, finalize, report, storage, tokens
 from pipeline.config import Config, expand_inputs
 from pipeline.engine import (FilterFiles, NodeWatch, check_resources, files_dataset, filtered_part_name,
-                             parquet_dataset, start_clock, start_ray, task_options)
+                             start_clock, start_ray, task_options)
 from pipeline.runlog import RUN_LOG, RunLog
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
@@ -165,22 +163,19 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
         filter_pass(config, files, work / "filtered", clock)
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
-        filtered = parquet_dataset(work / "filtered")
         log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
                  timings["filter_pass"])
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
         t = time.perf_counter()
-        alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
-            _alive_only, batch_format="pyarrow")
-        verdicts, dedup_seconds = dedup.run(alive, config.dedup, work)
+        verdicts, dedup_seconds = dedup.run(work / "filtered", config.dedup, work)
         timings["dedup_pass"] = time.perf_counter() - t
         watch.progress()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
-        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards),
+        part_counts = finalize.write_parts(work / "filtered", verdicts, build, partitions=min(len(files), config.dedup.shards),
                                            reject_text=config.rejects.text)
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
@@ -273,10 +268,6 @@ def _rows_in(folder: Path) -> int:
     return 0 if not folder.is_dir() else sum(pq.ParquetFile(p).metadata.num_rows for p in folder.glob("*.parquet"))
 
 
-def _alive_only(batch: pa.Table) -> pa.Table:
-    return batch.filter(pc.is_null(batch["stage"])).drop_columns(["stage"])
-
-
 class OutputError(RuntimeError):
     """The output folder cannot be written (read-only, not a folder, no space): one line for the user."""
 
@@ -310,9 +301,7 @@ def prepare_output(out: Path, fingerprint: str | None = None, kind: str = "run")
             elif path.exists():
                 path.unlink()
         if fingerprint is not None and not resumable:
-            tmp = work / ".filter-fingerprint.tmp"
-            tmp.write_text(fingerprint)
-            os.replace(tmp, stamp)
+            storage.write_atomic(stamp, fingerprint)
         probe = work / ".write-probe"
         probe.write_bytes(b"")
         probe.unlink()

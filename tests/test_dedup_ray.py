@@ -1,4 +1,4 @@
-"""Exact and near dedup as Ray Data operations: against brute force, across partitionings, on chains."""
+"""Exact and near dedup on the engine: against brute force, across partitionings, on chains."""
 import itertools
 import subprocess
 import sys
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import ray
 
@@ -45,15 +46,19 @@ def planted_corpus(n=400, seed=5):
     return docs
 
 
-def as_dataset(docs, blocks=4):
+def as_filtered(docs, folder, blocks=4):
+    """The documents as the filter pass leaves them (all alive: stage null), in `blocks` Parquet files."""
     texts = [" ".join(f"w{w}" for w in d) for d in docs]
     table = pa.table({"order": pa.array(range(len(docs)), pa.int64()), "id": [f"d{i}" for i in range(len(docs))],
-                      "text": texts})
-    return ray.data.from_arrow(table).repartition(blocks)
+                      "text": texts, "stage": pa.nulls(len(docs), pa.string())})
+    folder.mkdir(parents=True)
+    for i, part in enumerate(np.array_split(np.arange(len(docs)), blocks)):
+        pq.write_table(table.take(part), folder / f"file-{i:06d}.parquet")
+    return folder
 
 
 def verdicts_of(docs, work, blocks=4, **settings):
-    table, _ = dedup.run(as_dataset(docs, blocks), DedupConfig(**settings), work)
+    table, _ = dedup.run(as_filtered(docs, work / "filtered", blocks), DedupConfig(**settings), work)
     return dict(zip(table["order"].to_pylist(), table["dup_of"].to_pylist()))
 
 
