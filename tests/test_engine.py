@@ -2,6 +2,7 @@
 functions on a real embedded Ray; whole files are written by storage.write_atomic and parts named by
 storage.part_name."""
 import ast
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def embedded_ray():
     engine.start_ray(RayConfig(num_cpus=2))
+    # Ray's workers cannot import this test module: its functions travel by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield
     ray.shutdown()
 
