@@ -163,19 +163,20 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
         filter_pass(config, files, work / "filtered", clock)
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
+        filtered = work / "filtered"
         log.info("filter pass: %d records from %d files, %.1f s", _rows_in(work / "filtered"), len(files),
                  timings["filter_pass"])
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
         t = time.perf_counter()
-        verdicts, dedup_seconds = dedup.run(work / "filtered", config.dedup, work)
+        verdicts, dedup_seconds = dedup.run(filtered, config.dedup, work)
         timings["dedup_pass"] = time.perf_counter() - t
         watch.progress()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
-        part_counts = finalize.write_parts(work / "filtered", verdicts, build, partitions=min(len(files), config.dedup.shards),
+        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards),
                                            reject_text=config.rejects.text)
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
