@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import ray
 
 from pipeline import dedup, filtering, finalize, report, storage, tokens
 from pipeline.config import Config
-from pipeline.engine import NodeWatch, check_resources, parquet_dataset, start_ray
+from pipeline.engine import NodeWatch, check_resources, start_ray
 from pipeline.runlog import RUN_LOG, RunLog
 
 log = logging.getLogger("crawlbelt")
@@ -113,15 +110,13 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
         filter_seconds = filtering.run(config, files, work / "filtered")
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
-        filtered = parquet_dataset(work / "filtered")
-        log.info("filter pass: %d records from %d files, %.1f s", filtering.rows_in(work / "filtered"), len(files),
+        filtered = work / "filtered"
+        log.info("filter pass: %d records from %d files, %.1f s", filtering.rows_in(filtered), len(files),
                  timings["filter_pass"])
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
         t = time.perf_counter()
-        alive = filtered.select_columns(["order", "id", "text", "stage"]).map_batches(
-            _alive_only, batch_format="pyarrow")
-        verdicts, dedup_seconds = dedup.run(alive, config.dedup, work)
+        verdicts, dedup_seconds = dedup.run(filtered, config.dedup, work)
         timings["dedup_pass"] = time.perf_counter() - t
         watch.progress()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
@@ -181,8 +176,6 @@ def _one_line(error: BaseException) -> str:
     return f"{line} (actor {actor.group(1)})" if actor else line
 
 
-def _alive_only(batch: pa.Table) -> pa.Table:
-    return batch.filter(pc.is_null(batch["stage"])).drop_columns(["stage"])
 
 
 class OutputError(RuntimeError):
@@ -218,9 +211,7 @@ def prepare_output(out: Path, fingerprint: str | None = None, kind: str = "run")
             elif path.exists():
                 path.unlink()
         if fingerprint is not None and not resumable:
-            tmp = work / ".filter-fingerprint.tmp"
-            tmp.write_text(fingerprint)
-            os.replace(tmp, stamp)
+            storage.write_atomic(stamp, fingerprint)
         probe = work / ".write-probe"
         probe.write_bytes(b"")
         probe.unlink()

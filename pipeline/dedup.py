@@ -1,4 +1,5 @@
-"""Exact and near dedup as Ray Data operations over the documents that survived the filters.
+"""Exact and near dedup as data-parallel operations (pipeline.engine) over the documents that survived the
+filters.
 
 Both partition by hash: every row of one hash group (exact) or one LSH bucket (near) lands in the same
 shard, shards are spread over workers, and survivors are chosen by the fixed `order`, so the verdicts
@@ -14,10 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-import ray
 
+from pipeline import engine
 from pipeline.config import DedupConfig
-from pipeline.engine import collect, parquet_dataset
 from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_duplicates, normalize, optimal_bands,
                           pair_agreements, pair_jaccards, recall_bands, resolve_roots, sha1_of_normalized, shard_of_hex,
                           union_edges)
@@ -27,9 +27,10 @@ VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("rea
 EXACT_SCHEMA = pa.schema([("order", pa.int64()), ("dup_of", pa.string())])
 
 
-def run(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> tuple[pa.Table, dict[str, float]]:
-    """Verdicts (order, stage, reason, dup_of) for every duplicate among `alive` (order, id, text),
-    and the seconds each dedup stage took. `work` is a scratch folder the driver can read.
+def run(filtered: Path, config: DedupConfig, work: Path) -> tuple[pa.Table, dict[str, float]]:
+    """Verdicts (order, stage, reason, dup_of) for every duplicate among the alive documents (stage null) of
+    the Parquet folder `filtered` (order, id, text, stage), and the seconds each dedup stage took. `work` is
+    a scratch folder the driver can read.
 
     One pass over the text writes each document's SHA-1 key and MinHash signature to `work/hashes`;
     both dedup stages work from there (its time is counted in the first stage that runs)."""
@@ -40,22 +41,29 @@ def run(alive: ray.data.Dataset, config: DedupConfig, work: Path) -> tuple[pa.Ta
     start = time.perf_counter()
     hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
     hashes = work / "hashes"
-    alive.map_batches(_hash_batch, batch_format="pyarrow",
-                      fn_kwargs={"exact": config.exact, "hasher": hasher if config.near else None}
-                      ).write_parquet(str(hashes))
+
+    def hash_alive(batch: pa.Table) -> pa.Table:
+        return _hash_batch(_alive(batch), config.exact, hasher if config.near else None)
+
+    engine.map_to_parquet(filtered, hash_alive, hashes, columns=["order", "id", "text", "stage"])
     if not any(hashes.glob("*.parquet")):  # nothing survived the filters
         return verdicts[0], seconds
     exact = EXACT_SCHEMA.empty_table()
     if config.exact:
-        exact = exact_dedup(parquet_dataset(hashes, ["order", "id", "key"]), config.shards)
+        exact = exact_dedup(hashes, config.shards)
         verdicts.append(_verdicts(exact, "exact_dedup", "exact_duplicate"))
         seconds["exact_dedup"] = time.perf_counter() - start
         start = time.perf_counter()
     if config.near:
-        near = near_dedup(alive, hasher, hashes, exact["order"].to_numpy(), config, work)
+        near = near_dedup(filtered, hasher, hashes, exact["order"].to_numpy(), config, work)
         verdicts.append(_verdicts(near, "near_dedup", "near_duplicate"))
         seconds["near_dedup"] = time.perf_counter() - start
     return pa.concat_tables(verdicts).sort_by("order"), seconds
+
+
+def _alive(batch: pa.Table) -> pa.Table:
+    """The documents every per-document stage kept."""
+    return batch.filter(pc.is_null(batch["stage"])).drop_columns(["stage"])
 
 
 def _hash_batch(batch: pa.Table, exact: bool, hasher: MinHasher | None) -> pa.Table:
@@ -75,22 +83,21 @@ def _verdicts(dups: pa.Table, stage: str, reason: str) -> pa.Table:
                      "reason": pa.array([reason] * n, pa.string()), "dup_of": dups["dup_of"]})
 
 
-def exact_dedup(keyed: ray.data.Dataset, shards: int) -> pa.Table:
-    """(order, dup_of) of every document (rows: order, id, key) whose normalized text's SHA-1 key an earlier
-    document already has. Rows are partitioned by key, so each key's group is in one shard."""
+def exact_dedup(hashes: Path, shards: int) -> pa.Table:
+    """(order, dup_of) of every document (in `hashes`: order, id, key) whose normalized text's SHA-1 key an
+    earlier document already has. Rows are partitioned by key, so each key's group is in one shard."""
 
     def with_shard(batch: pa.Table) -> pa.Table:
         return batch.append_column("shard", shard_of_hex(batch["key"], shards))
 
-    duplicates = (keyed.map_batches(with_shard, batch_format="pyarrow")
-                  .groupby("shard", num_partitions=shards).map_groups(exact_duplicates, batch_format="pyarrow"))
-    return collect(duplicates, EXACT_SCHEMA)
+    return engine.group_to_table(hashes, "shard", shards, exact_duplicates, EXACT_SCHEMA, before=with_shard,
+                                 columns=["order", "id", "key"])
 
 
 EDGE_CHUNK = 1 << 18  # candidate edges verified and joined at a time on the driver
 
 
-def near_dedup(alive: ray.data.Dataset, hasher: MinHasher, hashes: Path, removed: np.ndarray, config: DedupConfig,
+def near_dedup(filtered: Path, hasher: MinHasher, hashes: Path, removed: np.ndarray, config: DedupConfig,
                work: Path) -> pa.Table:
     """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document,
     among the documents in `hashes` (order, id, signature) less the exact duplicates `removed`.
@@ -124,10 +131,8 @@ def near_dedup(alive: ray.data.Dataset, hasher: MinHasher, hashes: Path, removed
 
     orders = pq.read_table(hashes, columns=["order"])["order"].to_numpy()
     orders = np.sort(orders[~np.isin(orders, removed.to_numpy())])
-    (parquet_dataset(hashes, ["order", "signature"])
-     .map_batches(bucket_rows, batch_format="pyarrow")
-     .groupby("shard", num_partitions=shards).map_groups(bucket_candidates, batch_format="pyarrow")
-     .write_parquet(str(work / "candidates")))
+    engine.group_to_parquet(hashes, "shard", shards, bucket_candidates, work / "candidates", before=bucket_rows,
+                            columns=["order", "signature"])
 
     def edge_chunks():
         """(a, b) dense ids (positions in `orders`) of the candidate edges, a chunk at a time."""
@@ -145,7 +150,7 @@ def near_dedup(alive: ray.data.Dataset, hasher: MinHasher, hashes: Path, removed
         candidates = orders[is_candidate]
         del is_candidate
         if config.verify == "exact":
-            verify = _exact_verifier(alive, hasher, candidates, work / "shingles.u64", config.threshold)
+            verify = _exact_verifier(filtered, hasher, candidates, work / "shingles.u64", config.threshold)
         else:
             verify = _estimate_verifier(hashes, candidates, k, work / "signatures.u32", config.threshold)
 
@@ -170,7 +175,7 @@ def _signature_matrix(batch: pa.Table, k: int) -> np.ndarray:
     return pc.list_flatten(column).to_numpy().reshape(-1, k)
 
 
-def _exact_verifier(alive: ray.data.Dataset, hasher: MinHasher, candidates: np.ndarray, path: Path,
+def _exact_verifier(filtered: Path, hasher: MinHasher, candidates: np.ndarray, path: Path,
                     threshold: float):
     """A function (sources, targets) -> mask of pairs whose exact shingle Jaccard reaches the threshold.
 
@@ -179,7 +184,7 @@ def _exact_verifier(alive: ray.data.Dataset, hasher: MinHasher, candidates: np.n
     wanted = pa.array(candidates)
 
     def shingle_sets(batch: pa.Table) -> pa.Table:
-        batch = batch.filter(pc.is_in(batch["order"], wanted))
+        batch = batch.filter(pc.is_in(batch["order"], wanted))  # candidates are alive documents only
         sets = hasher.shingle_sets(batch["text"])
         return pa.table({"order": batch["order"], "shingles": pa.array(sets, pa.list_(pa.uint64()))})
 
@@ -187,7 +192,7 @@ def _exact_verifier(alive: ray.data.Dataset, hasher: MinHasher, candidates: np.n
     ends = np.zeros(len(candidates), np.int64)
     written = 0
     with open(path, "wb") as spill:
-        for batch in alive.map_batches(shingle_sets, batch_format="pyarrow").iter_batches(batch_format="pyarrow"):
+        for batch in engine.map_to_driver(filtered, shingle_sets, columns=["order", "text"]):
             column = batch["shingles"].combine_chunks()
             offsets = column.offsets.to_numpy()
             slots = np.searchsorted(candidates, batch["order"].to_numpy())

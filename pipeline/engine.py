@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -132,26 +132,6 @@ def node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-class _PerItem:
-    """map_batches op of map_items: one item (a one-row table) in, the function's result out as JSON."""
-
-    def __init__(self, function: Callable[[dict], dict]):
-        self.function = function
-
-    def __call__(self, items: pa.Table) -> pa.Table:
-        return pa.table({"result": [json.dumps({**self.function(item), "node": node_id()})
-                                    for item in items.to_pylist()]})
-
-
-def map_items(function: Callable[[dict], dict], items: list[dict], resources) -> list[dict]:
-    """`function(item)` for every item, one Ray task per item (as `resources` asks), each result with the
-    `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers."""
-    dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-    results = dataset.map_batches(_PerItem(function), batch_size=1, batch_format="pyarrow",
-                                  **task_options(resources))
-    return [json.loads(text) for table in ray.get(results.to_arrow_refs()) for text in table["result"].to_pylist()]
-
-
 def task_options(settings) -> dict:
     """map_batches options from a pass's `resources` settings (pipeline.config.PassResources), as Ray Data's
     named parameters (its `**ray_remote_args` are deprecated and go in Ray 2.64)."""
@@ -188,7 +168,101 @@ def _read_parquet_files(files: pa.Table, columns: list[str] | None):
             yield pa.Table.from_batches([batch])
 
 
-def collect(ds: ray.data.Dataset, schema: pa.Schema) -> pa.Table:
+# The data-parallel primitives the passes (dedup, finalize, tokens) are written in: plain functions over Arrow
+# tables in, Arrow tables out, so that another engine is a sibling module with these same functions
+# (docs/design.md, "The engine seam"). A `source` of rows is either a folder of Parquet files (read as
+# parquet_dataset reads it, `columns` only) or a list of items (dicts: file paths, jobs), split into `tasks`
+# tasks, one per item by default; a function over items gets one task's items as one table. map_items runs a
+# function per item (the filter pass: one input file each) and returns what each returned, with its node.
+Source = Path | list[dict]
+
+
+class _PerItem:
+    """map_batches op of map_items: one item (a one-row table) in, the function's result out as JSON."""
+
+    def __init__(self, function: Callable[[dict], dict]):
+        self.function = function
+
+    def __call__(self, items: pa.Table) -> pa.Table:
+        return pa.table({"result": [json.dumps({**self.function(item), "node": node_id()})
+                                    for item in items.to_pylist()]})
+
+
+def map_items(function: Callable[[dict], dict], items: list[dict], resources) -> list[dict]:
+    """`function(item)` for every item, one Ray task per item (as `resources` asks), each result with the
+    `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers."""
+    dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    results = dataset.map_batches(_PerItem(function), batch_size=1, batch_format="pyarrow",
+                                  **task_options(resources))
+    return [json.loads(text) for table in ray.get(results.to_arrow_refs()) for text in table["result"].to_pylist()]
+
+
+def map_to_parquet(source: Source, fn: Callable, out: Path, *, columns: list[str] | None = None,
+                   tasks: int | None = None, resources=None) -> None:
+    """Every batch of `source` through `fn` (a table in, a table or a generator of tables out), the results
+    written as Parquet files in the folder `out`. With a pass's `resources` settings, the write runs in the
+    same tasks as `fn` (write_options)."""
+    rows = _map(_rows(source, columns, tasks), fn, source, resources)
+    rows.write_parquet(str(out), **(write_options(resources) if resources else {}))
+
+
+def map_to_driver(source: Source, fn: Callable, *, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """Every batch of `source` through `fn` on the workers; the results streamed to the driver, a batch at a
+    time, so that it never holds them all."""
+    return _map(_rows(source, columns, None), fn, source).iter_batches(batch_format="pyarrow")
+
+
+def group_to_table(source: Source, by: str, partitions: int, fn: Callable, schema: pa.Schema, *,
+                   before: Callable | None = None, columns: list[str] | None = None) -> pa.Table:
+    """The rows of `source` (each batch first through `before`, which adds the column `by`), grouped by `by`
+    into `partitions` partitions; `fn` maps all rows of one value of `by` to a table. Their results, as one
+    table on the driver (empty with `schema` when there are none)."""
+    return _collect(_grouped(source, by, partitions, fn, before, columns), schema)
+
+
+def group_to_parquet(source: Source, by: str, partitions: int, fn: Callable, out: Path, *,
+                     before: Callable | None = None, columns: list[str] | None = None) -> None:
+    """As group_to_table, the results written as Parquet files in the folder `out` instead."""
+    _grouped(source, by, partitions, fn, before, columns).write_parquet(str(out))
+
+
+class Shared:
+    """A value sent once to every worker (`value` reads it there) instead of with every task."""
+
+    def __init__(self, value):
+        self.ref = ray.put(value)
+
+    @property
+    def value(self):
+        return ray.get(self.ref)
+
+
+def cpu_count() -> int:
+    """The CPUs of the whole cluster."""
+    return int(ray.cluster_resources().get("CPU", 1))
+
+
+def _rows(source: Source, columns: list[str] | None, tasks: int | None) -> ray.data.Dataset:
+    if isinstance(source, list):
+        return ray.data.from_items(source, override_num_blocks=tasks or max(1, len(source)))
+    return parquet_dataset(source, columns)
+
+
+def _map(rows: ray.data.Dataset, fn: Callable, source: Source, resources=None) -> ray.data.Dataset:
+    # A list's tasks each get their items in one call; a folder's rows come a block at a time.
+    batching = {"batch_size": None} if isinstance(source, list) else {}
+    return rows.map_batches(fn, batch_format="pyarrow", **batching, **(task_options(resources) if resources else {}))
+
+
+def _grouped(source: Source, by: str, partitions: int, fn: Callable, before: Callable | None,
+             columns: list[str] | None) -> ray.data.Dataset:
+    rows = _rows(source, columns, None)
+    if before is not None:
+        rows = _map(rows, before, source)
+    return rows.groupby(by, num_partitions=partitions).map_groups(fn, batch_format="pyarrow")
+
+
+def _collect(ds: ray.data.Dataset, schema: pa.Schema) -> pa.Table:
     """A small dataset's rows on the driver as one Arrow table (empty with `schema` when there are none)."""
     tables = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
     return pa.concat_tables(tables).select(schema.names).cast(schema) if tables else schema.empty_table()

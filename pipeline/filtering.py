@@ -1,7 +1,7 @@
 """The filter pass: every record of every input file, read and run through the belt's per-document stages
 (pipeline/spec.py), written as one Parquet part per input file, `_work/filtered/file-NNNNNN.parquet`.
 
-A part is written under a temporary name and renamed once the file is whole, so it is there complete or not
+A part is written under a temporary name and renamed once the file is whole (storage.write_atomic), so it is there complete or not
 at all, and a rerun after a kill redoes only the files without one, as long as nothing that shapes the parts
 changed (`fingerprint`). Nothing here knows the engine: `run` hands FilterFile to engine.map_items.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import engine, spec
+from pipeline import engine, spec, storage
 from pipeline.config import Config, Source, input_format
-from pipeline.storage import open_input
+from pipeline.storage import open_input, write_atomic
 from stages.read_text import read_jsonl, read_parquet
 from stages.user import UserStage
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
@@ -39,7 +39,7 @@ def input_files(config: Config) -> list[tuple[str, str]]:
 
 
 def part_name(file_index: int) -> str:
-    return f"file-{file_index:06d}.parquet"
+    return storage.part_name(file_index, "file", 6)
 
 
 def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str, dict[str, float]]:
@@ -97,26 +97,30 @@ class FilterFile:
 
     def __call__(self, item: dict) -> dict:
         file_index, path = item["file_index"], item["path"]
-        part = self.folder / part_name(file_index)
-        tmp = part.with_name(f".{part.name}.tmp")
-        rows, writer, seconds = 0, None, defaultdict(float)
-        try:
-            start = time.perf_counter()
-            for table in self._records(path, file_index, self.sources[item["source"]]):
-                seconds["read"] += time.perf_counter() - start
-                table = self._filter(table, seconds)
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
-                writer.write_table(table.cast(writer.schema))
-                rows += table.num_rows
+        seconds: dict[str, float] = defaultdict(float)
+        rows = 0
+
+        def write(tmp: Path) -> None:
+            nonlocal rows
+            writer = None
+            try:
                 start = time.perf_counter()
-            if writer is None:  # no record at all: the part still says the file is done
-                table = self._filter(DOCUMENT_SCHEMA.empty_table(), seconds)
-                writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
-        finally:
-            if writer is not None:
-                writer.close()
-        os.replace(tmp, part)
+                for table in self._records(path, file_index, self.sources[item["source"]]):
+                    seconds["read"] += time.perf_counter() - start
+                    table = self._filter(table, seconds)
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+                    writer.write_table(table.cast(writer.schema))
+                    rows += table.num_rows
+                    start = time.perf_counter()
+                if writer is None:  # no record at all: the part still says the file is done
+                    writer = pq.ParquetWriter(tmp, self._filter(DOCUMENT_SCHEMA.empty_table(), seconds).schema,
+                                              compression="zstd")
+            finally:
+                if writer is not None:
+                    writer.close()
+
+        write_atomic(self.folder / part_name(file_index), write)
         return {"file_index": file_index, "rows": rows, "seconds": dict(seconds)}
 
 

@@ -4,19 +4,18 @@ read back from the written files and checked against what the reader produced.""
 from __future__ import annotations
 
 import json
-import os
 import platform
 from collections import Counter
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import ray
 
-from pipeline import spec
-from pipeline.engine import collect
+from pipeline import engine, spec
+from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
 
 DOC_COLUMNS = ["id", "url", "source", "file", "offset", "date", "content_type", "charset", "text", "lang",
@@ -32,14 +31,6 @@ class InvariantError(RuntimeError):
     """The counts do not add up: some record was lost or counted twice."""
 
 
-def write_atomic(table: pa.Table, path: Path) -> None:
-    """Write to a temporary name, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
-
-
 def doc_columns(config) -> list[str]:
     """docs/'s columns: DOC_COLUMNS, then the columns the belt's other stages add (scores, users' stages')."""
     return DOC_COLUMNS + [column for column in spec.added_columns(config) if column not in DOC_COLUMNS]
@@ -47,7 +38,7 @@ def doc_columns(config) -> list[str]:
 
 def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str,
                doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
-    """map_groups op: all rows of one input file in, its docs and rejects parts written, its counts out."""
+    """Per group: all rows of one input file in, its docs and rejects parts written, its counts out."""
     rows = rows.sort_by("order")
     file_index = rows["order"][0].as_py() >> 40
     rows = _with_optional_columns(_apply_verdicts(rows, verdicts))
@@ -56,11 +47,9 @@ def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str,
     kept = documents.filter(pc.is_null(documents["stage"])).select(doc_columns)
     rejected = documents.filter(pc.is_valid(documents["stage"]))
     rejected = _with_reject_text(rejected, reject_text).select(REJECT_COLUMNS)
-    name = f"part-{file_index:05d}.parquet"
-    if kept.num_rows:
-        write_atomic(kept, Path(out) / "docs" / name)
-    if rejected.num_rows:
-        write_atomic(rejected, Path(out) / "rejects" / name)
+    for folder, table in (("docs", kept), ("rejects", rejected)):
+        if table.num_rows:
+            write_table(table, Path(out) / folder / part_name(file_index))
     not_documents = rows.filter(pc.invert(is_document))
     counts = {
         "not_documents": dict(Counter(not_documents["reason"].to_pylist())),
@@ -111,13 +100,12 @@ def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:
     return rows
 
 
-def write_parts(filtered: ray.data.Dataset, verdicts: pa.Table, out: Path, partitions: int,
-                reject_text: str, doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
-    """Per input file: write its parts and return its counts (one row per file)."""
-    counts = filtered.groupby("file", num_partitions=partitions).map_groups(
-        write_part, batch_format="pyarrow",
-        fn_kwargs={"verdicts": verdicts, "out": str(out), "reject_text": reject_text, "doc_columns": doc_columns})
-    return collect(counts, COUNT_SCHEMA).sort_by("file_index")
+def write_parts(filtered: Path, verdicts: pa.Table, out: Path, partitions: int, reject_text: str,
+                doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
+    """Per input file of the filter pass's Parquet folder `filtered`: write its parts and return its counts
+    (one row per file)."""
+    write = partial(write_part, verdicts=verdicts, out=str(out), reject_text=reject_text, doc_columns=doc_columns)
+    return engine.group_to_table(filtered, "file", partitions, write, COUNT_SCHEMA).sort_by("file_index")
 
 
 def _read_back(out: Path) -> tuple[int, Counter]:
@@ -213,9 +201,13 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
 
 
 def write_manifest(out: Path, manifest: dict) -> None:
-    tmp = out / ".manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, out / "manifest.json")
+    write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    """A Parquet part (zstd), written whole or not at all, its folder made if need be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, partial(pq.write_table, table, compression="zstd"))
 
 
 def _raise_on_failed(out: Path, checks: dict, what: str) -> None:

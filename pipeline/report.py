@@ -8,7 +8,6 @@ per source and the time each stage took.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter, defaultdict
 from functools import lru_cache
 from html import escape
@@ -21,7 +20,7 @@ import pyarrow.parquet as pq
 import tldextract
 
 from pipeline import svg
-from pipeline.storage import MARKER
+from pipeline.storage import MARKER, write_atomic
 
 PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "tokens_pass"]
 STYLE = """
@@ -73,12 +72,9 @@ def write(out: Path, path: Path | None = None) -> Path:
     path = Path(path) if path else out / "report.html"
     page = render(read_manifest(out), _read(out / "docs", ["lang", "quality_score", "url"]),
                   _read(out / "rejects", ["stage", "reason", "dup_of", "url"]), read_samples(out / "rejects"))
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, page)  # nothing is left behind, whatever failed
     except OSError as exc:
-        tmp.unlink(missing_ok=True)  # nothing is left behind, whatever failed
         raise OSError(exc.errno, exc.strerror, str(path)) from exc  # named by the page, not its temporary name
     return path
 

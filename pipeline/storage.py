@@ -16,6 +16,7 @@ import os
 import posixpath
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -77,6 +78,35 @@ def parquet_file(path: str, settings) -> pq.ParquetFile:
     return pq.ParquetFile(open_input(path, settings) if is_s3(path) else path)
 
 
+def write_atomic(path: Path, content: bytes | str | Callable[[Path], None]) -> None:
+    """Write `content` (bytes, UTF-8 text, or a function that writes the file at the path it is given) to a
+    temporary name beside `path`, `.NAME.tmp`, then rename it: a reader, or a rerun after a crash, never sees
+    half a file under its name. The temporary file is removed if the write fails."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        if isinstance(content, bytes):
+            tmp.write_bytes(content)
+        elif isinstance(content, str):
+            tmp.write_text(content, encoding="utf-8")
+        else:
+            content(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def part_name(index: int, prefix: str = "part", digits: int = 5) -> str:
+    """The file name of part `index` of a folder of Parquet parts: part-NNNNN.parquet (docs/, rejects/, tokens/)."""
+    return f"{prefix}-{index:0{digits}d}.parquet"
+
+
+def part_index(name: str) -> int:
+    """The index in a part's file name (part_name's inverse)."""
+    return int(Path(name).stem.rsplit("-", 1)[1])
+
+
 def marker_text(kind: str) -> str:
     """The marker crawlbelt writes in every output it makes; only a folder holding it is ever replaced."""
     return json.dumps({"format": MARKER_FORMAT, "version": MARKER_VERSION, "kind": kind}) + "\n"
@@ -112,9 +142,7 @@ def output_kind(uri: str, settings=None) -> str | None:
 
 
 def write_marker(out: Path, kind: str) -> None:
-    tmp = out / f".{MARKER}.tmp"
-    tmp.write_text(marker_text(kind))
-    os.replace(tmp, out / MARKER)
+    write_atomic(out / MARKER, marker_text(kind))
 
 
 def commit_local(build: Path, out: Path, replaced: Path) -> None:

@@ -2,9 +2,9 @@
 fixed-length token sequences.
 
     tokenizer   train a byte-level BPE on the curated documents in the fixed order (driver), or load one
-    encode      every curated document once, encode_batch per batch on Ray Data, to _work/encoded
+    encode      every curated document once, encode_batch per batch on the workers, to _work/encoded
     mixture     token counts per document -> passes per source -> the documents drawn (driver)
-    pack        each drawn document cut into pieces of its sequences (Ray Data), grouped by shard,
+    pack        each drawn document cut into pieces of its sequences (workers), grouped by shard,
                 put together and written as tokens/part-NNNNN.parquet
 
 Documents are numbered in one fixed order: this run's docs/ parts in input-file order, then each curated
@@ -20,19 +20,20 @@ import logging
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import ray
 
+from pipeline import engine
 from pipeline.config import Config
-from pipeline.engine import collect, task_options, write_options
-from pipeline.finalize import write_atomic
-from pipeline.storage import parquet_file
+from pipeline.finalize import write_table
+from pipeline.storage import parquet_file, part_index, part_name, write_atomic
 from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
 
@@ -53,7 +54,7 @@ class CuratedFile:
 def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> list[CuratedFile]:
     """Every file of curated documents, in the fixed order: this run's docs/ parts (part NNNNN holds the
     kept documents of input file NNNNN), then the curated-Parquet sources' files in config order."""
-    found = [(str(p), files[int(p.stem.split("-")[1])][1]) for p in sorted((out / "docs").glob("part-*.parquet"))]
+    found = [(str(p), files[part_index(p.name)][1]) for p in sorted((out / "docs").glob("part-*.parquet"))]
     for source in config.sources:
         if source.curated:
             found += [(path, source.name) for path in source.files]
@@ -77,15 +78,14 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
     """Train (or copy the configured) tokenizer.json into tokens/; returns its JSON text."""
     tokens_dir.mkdir(parents=True, exist_ok=True)
     target = tokens_dir / "tokenizer.json"
-    tmp = tokens_dir / ".tokenizer.json.tmp"  # renamed when whole: a killed run never leaves half a tokenizer
+    # Written whole or not at all: a killed run never leaves half a tokenizer.
     if config.tokenizer.path:
-        shutil.copyfile(config.tokenizer.path, tmp)  # honoured byte for byte
+        write_atomic(target, partial(shutil.copyfile, config.tokenizer.path))  # honoured byte for byte
     else:
         special = [config.tokenizer.eos_token, config.tokenizer.pad_token]
         trained = train_bpe(_texts(curated, config.storage), config.tokenizer.vocab_size, special)
         # Written by Python, not Tokenizer.save (same bytes): a full disk is then an OSError with its errno.
-        tmp.write_text(trained.to_str(pretty=True), encoding="utf-8")
-    os.replace(tmp, target)
+        write_atomic(target, trained.to_str(pretty=True))
     return target.read_text()
 
 
@@ -93,7 +93,7 @@ _encoders: dict[tuple[str, str], DocumentEncoder] = {}
 
 
 def _encoder(tokenizer_json: str, engine: str) -> DocumentEncoder:
-    """One encoder per worker process: building one takes tens of milliseconds, and Ray Data runs many
+    """One encoder per worker process: building one takes tens of milliseconds, and the engine runs many
     short tasks on the same few worker processes."""
     if (tokenizer_json, engine) not in _encoders:
         _encoders.clear()
@@ -102,7 +102,7 @@ def _encoder(tokenizer_json: str, engine: str) -> DocumentEncoder:
 
 
 class EncodeFiles:
-    """Ray Data generator op: rows (path, first_doc) in; per batch of documents out: doc_index, n_tokens
+    """Generator over one task's items: rows (path, first_doc) in; per batch of documents out: doc_index, n_tokens
     and the tokens (no end token yet)."""
 
     def __init__(self, tokenizer_json: str, engine: str, batch_size: int, storage):
@@ -112,7 +112,7 @@ class EncodeFiles:
         self.storage = storage  # the config's `storage` settings, for s3:// sources
 
     def __call__(self, files: pa.Table):
-        # A Ray task holds one CPU and Ray runs one per CPU: encode_batch's own thread pool would only
+        # A task holds one CPU and the engine runs one per CPU: encode_batch's own thread pool would only
         # oversubscribe the cores (its idle threads spin). tokenizers reads this at every call.
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
         encode = _encoder(self.tokenizer_json, self.engine)
@@ -131,14 +131,14 @@ class EncodeFiles:
 
 
 class PackFile:
-    """Ray Data generator op: rows (path of an encoded file, its occurrences) in, the pieces of sequences
+    """Generator over one task's items: rows (path of an encoded file, its occurrences) in, the pieces of sequences
     those occurrences fill out: shard, position (in the shuffled order), offset, source_id, tokens.
 
     An occurrence is one drawn document: (doc_index, source_id, start in its source's stream).
     """
 
-    def __init__(self, positions_ref, bases, sequences, seq_tokens, per_shard, eos_id, dtype):
-        self.positions_ref = positions_ref  # ObjectRef: written position of each sequence, by global id
+    def __init__(self, positions: engine.Shared, bases, sequences, seq_tokens, per_shard, eos_id, dtype):
+        self.positions = positions  # written position of each sequence, by global id
         self.bases = bases  # first global sequence id of each source
         self.sequences = sequences  # sequences of each source
         self.seq_tokens = seq_tokens
@@ -146,7 +146,7 @@ class PackFile:
         self.eos = np.array([eos_id], dtype)
 
     def __call__(self, rows: pa.Table):
-        position_of = ray.get(self.positions_ref)
+        position_of = self.positions.value
         for path, occurrences in zip(rows["path"].to_pylist(), rows["occurrences"].to_pylist()):
             occurrences = np.frombuffer(occurrences, np.int64).reshape(-1, 3)
             encoded = pq.read_table(path, columns=["doc_index", "tokens"])
@@ -179,7 +179,7 @@ class PackFile:
 
 def write_shard(pieces: pa.Table, *, out: str, names: list[str], seq_tokens: int, fill: int, per_shard: int,
                 total: int) -> pa.Table:
-    """map_groups op: all pieces of one shard in; its sequences put together, written, counted."""
+    """Per group: all pieces of one shard in; its sequences put together, written, counted."""
     pieces = pieces.sort_by([("position", "ascending"), ("offset", "ascending")])
     shard = pieces["shard"][0].as_py()
     positions = pieces["position"].to_numpy()
@@ -192,13 +192,13 @@ def write_shard(pieces: pa.Table, *, out: str, names: list[str], seq_tokens: int
         raise RuntimeError(f"token shard {shard}: sequences missing or doubled")
     sources = pieces["source_id"].to_numpy()[firsts]
     try:
-        write_atomic(pa.table({
+        write_table(pa.table({
             "tokens": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), seq_tokens),
             "source": pa.array([names[s] for s in sources], pa.string()),
             "length": pa.array(lengths, pa.int32()),
-        }), Path(out) / "tokens" / f"part-{shard:05d}.parquet")
+        }), Path(out) / "tokens" / part_name(shard))
     except OSError as error:
-        # Returned, not raised: Ray Data would log a task's exception with its traceback (about 150 lines
+        # Returned, not raised: the engine (Ray Data) would log a task's exception with its traceback (about 150 lines
         # for a full disk) before the driver could say it in one line (raise_write_error).
         failed = json.dumps([error.errno, error.strerror or str(error), str(Path(out) / "tokens")])
         return pa.table({"shard": [shard], "sequences": [0], "counts": ["{}"], "write_error": [failed]})
@@ -219,121 +219,71 @@ def raise_write_error(shard_counts: pa.Table) -> None:
 def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     """Tokenizer, mixture and shards; returns the manifest's `mixture` and `tokens` sections, the seconds
     of each step, and the checks that the shards hold what was drawn."""
-    seconds = {}
-    work = out / "_work"
+    seconds, warnings = {}, []
     names = [s.name for s in config.sources]
     seq_tokens = config.packing.seq_len + 1
     pad = config.packing.remainder == "pad"
 
     # Tokenizer: trained on every curated document in the fixed order (deterministic), or the given one.
-    t = time.perf_counter()
-    tokenizer_json = prepare_tokenizer(config, curated, out / "tokens")
-    encoder = DocumentEncoder(tokenizer_json, config.tokenizer.engine)
-    vocab_size = encoder.plain.get_vocab_size()
-    dtype = token_dtype(vocab_size)
-    eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
-    pad_id = (encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None)
-    pad_id = eos_id if pad and pad_id is None else pad_id
-    seconds["tokenizer"] = time.perf_counter() - t
+    with _timed(seconds, "tokenizer"):
+        tokenizer = _tokenizer(config, curated, out / "tokens", pad)
     log.info("tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
-             "given" if config.tokenizer.path else "trained byte-level BPE", vocab_size, dtype.name, encoder.engine,
-             seconds["tokenizer"])
-    warnings = []
-    if encoder.cleared:
-        _warn(warnings, f"tokenizer: the {' and '.join(encoder.cleared)} settings of {config.tokenizer.path} are "
+             "given" if config.tokenizer.path else "trained byte-level BPE", tokenizer.vocab_size,
+             tokenizer.dtype.name, tokenizer.engine, seconds["tokenizer"])
+    if tokenizer.cleared:
+        _warn(warnings, f"tokenizer: the {' and '.join(tokenizer.cleared)} settings of {config.tokenizer.path} are "
                         "ignored: each document is encoded whole, and packing places the pads (packing.remainder)")
 
     # Encode: every curated document once; the tokens wait in _work/encoded for packing.
-    t = time.perf_counter()
-    documents = sum(f.documents for f in curated)
-    n_tokens, file_of, encoded_files = _encode(curated, tokenizer_json, config.tokenizer, work, documents,
-                                               config.resources.encode, config.storage)
-    seconds["encode"] = time.perf_counter() - t
+    with _timed(seconds, "encode"):
+        documents = sum(f.documents for f in curated)
+        n_tokens, file_of, encoded_files = _encode(curated, tokenizer.json, config.tokenizer, out / "_work", documents,
+                                                   config.resources.encode, config.storage)
     log.info("encode: %d documents, %d tokens, %.1f s", documents, int(n_tokens.sum()), seconds["encode"])
 
     # Mixture: each source's documents (with their end token), its passes, the documents drawn.
-    t = time.perf_counter()
-    doc_source = np.zeros(documents, np.int64)
-    for f in curated:
-        doc_source[f.first_doc:f.first_doc + f.documents] = names.index(f.source)
-    packed_len = np.where(n_tokens > 0, n_tokens + 1, 0)
-    members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
-    members = [select_documents(source, m, curated, config.storage) for source, m in zip(config.sources, members)]
-    budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
-                                 config.mixture.budget_tokens, config.mixture.seed)
-    mixture_warnings = repetition_warnings(draws, config.mixture.max_passes)
-    for line in mixture_warnings:
-        log.warning("mixture: %s", line)
-    occurrences = [m[d.draws] for m, d in zip(members, draws)]
-    layouts = [stream_layout(packed_len[o], seq_tokens, pad) for o in occurrences]
-    seconds["mixture"] = time.perf_counter() - t
-    for d in draws:
+    with _timed(seconds, "mixture"):
+        mixture = _mixture(config, curated, n_tokens, seq_tokens, pad)
+    for d in mixture.draws:
         log.info("mixture: %s (weight %g): %s passes, %d tokens drawn of %d", d.name, d.weight,
                  "-" if d.passes is None else f"{d.passes:.2f}", d.tokens_drawn, d.tokens_available)
 
     # Pack: sequences numbered source by source, shuffled to their written positions, written by shard.
-    t = time.perf_counter()
-    sequences = np.array([lay.sequences for lay in layouts], np.int64)
-    bases = np.concatenate([[0], np.cumsum(sequences)[:-1]]).astype(np.int64)
-    total = int(sequences.sum())
-    written_order = (np.random.default_rng([config.mixture.seed, 1]).permutation(total)
-                     if config.packing.shuffle else np.arange(total))
-    position_of = np.empty(total, np.int64)
-    position_of[written_order] = np.arange(total)
-    per_shard = config.packing.sequences_per_shard
-    shard_counts = SHARD_SCHEMA.empty_table()
-    if total:
-        jobs = _pack_jobs(occurrences, layouts, file_of, encoded_files)
-        pack = PackFile(ray.put(position_of), bases, sequences, seq_tokens, per_shard, eos_id, dtype)
-        write = {"out": str(out), "names": names, "seq_tokens": seq_tokens, "fill": pad_id if pad else eos_id,
-                 "per_shard": per_shard, "total": total}
-        shards = -(-total // per_shard)
-        pieces = ray.data.from_items(jobs, override_num_blocks=len(jobs)).map_batches(
-            pack, batch_size=1, batch_format="pyarrow")
-        shard_counts = collect(pieces.groupby("shard", num_partitions=min(shards, 16)).map_groups(
-            write_shard, batch_format="pyarrow", fn_kwargs=write), SHARD_SCHEMA).sort_by("shard")
-        raise_write_error(shard_counts)
-    shutil.rmtree(work / "encoded", ignore_errors=True)
-    seconds["pack"] = time.perf_counter() - t
-
-    tokens_written = {name: 0 for name in names}
-    padding = 0
-    for text in shard_counts["counts"].to_pylist():
-        counts = json.loads(text)
-        padding += counts["padding"]
-        for name, n in counts["tokens"].items():
-            tokens_written[name] += n
-    shard_rows = [{"path": f"tokens/part-{s:05d}.parquet", "sequences": n}
+    with _timed(seconds, "pack"):
+        total, shard_counts = _pack(config, out, mixture, tokenizer, file_of, encoded_files, seq_tokens, pad)
+        shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
+    tokens_written, padding = _written(shard_counts, names)
+    shard_rows = [{"path": f"tokens/{part_name(s)}", "sequences": n}
                   for s, n in zip(shard_counts["shard"].to_pylist(), shard_counts["sequences"].to_pylist())]
-    dropped = {name: lay.dropped for name, lay in zip(names, layouts)}
+    dropped = {name: lay.dropped for name, lay in zip(names, mixture.layouts)}
     log.info("pack: %d sequences of %d tokens in %d shards, %d tokens dropped, %d padded, %.1f s", total,
              seq_tokens, len(shard_rows), sum(dropped.values()), padding, seconds["pack"])
     if not total:
-        drawn = sum(d.tokens_drawn for d in draws)
+        drawn = sum(d.tokens_drawn for d in mixture.draws)
         _warn(warnings, f"pack: no sequence written: {drawn} tokens drawn, fewer than one sequence of {seq_tokens} "
                         f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad"
                                                     if drawn else ""))
     checks = {
         "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
         "tokens in shards == tokens drawn - dropped":
-            all(tokens_written[n] == d.tokens_drawn - dropped[n] for n, d in zip(names, draws)),
+            all(tokens_written[n] == d.tokens_drawn - dropped[n] for n, d in zip(names, mixture.draws)),
     }
     return {
         "mixture": {
-            "budget_tokens": budget,
+            "budget_tokens": mixture.budget,
             "seed": config.mixture.seed,
             "max_passes": config.mixture.max_passes,
-            "table": [d.row() for d in draws],
-            "warnings": mixture_warnings,
+            "table": [d.row() for d in mixture.draws],
+            "warnings": mixture.warnings,
         },
         "tokens": {
             "seq_len": config.packing.seq_len,
-            "vocab_size": vocab_size,
-            "eos_id": eos_id,
-            "pad_id": pad_id,
-            "dtype": dtype.name,
+            "vocab_size": tokenizer.vocab_size,
+            "eos_id": tokenizer.eos_id,
+            "pad_id": tokenizer.pad_id,
+            "dtype": tokenizer.dtype.name,
             "tokenizer": "tokens/tokenizer.json",
-            "encoded_with": encoder.engine,
+            "encoded_with": tokenizer.engine,
             "remainder": config.packing.remainder,
             "shuffled": config.packing.shuffle,
             "shards": shard_rows,
@@ -346,6 +296,100 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
         "seconds": seconds,
         "checks": checks,
     }
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], step: str):
+    start = time.perf_counter()
+    yield
+    seconds[step] = time.perf_counter() - start
+
+
+@dataclass
+class Tokenizer:
+    json: str  # tokenizer.json's text
+    engine: str  # what encodes with it (DocumentEncoder.engine)
+    cleared: list[str]  # settings of a given tokenizer that encoding ignores (DocumentEncoder.cleared)
+    vocab_size: int
+    dtype: np.dtype  # of the token ids in the shards
+    eos_id: int
+    pad_id: int | None  # None unless packing.remainder is pad
+
+
+def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad: bool) -> Tokenizer:
+    tokenizer_json = prepare_tokenizer(config, curated, tokens_dir)
+    encoder = DocumentEncoder(tokenizer_json, config.tokenizer.engine)
+    vocab_size = encoder.plain.get_vocab_size()
+    eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
+    pad_id = (encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None)
+    pad_id = eos_id if pad and pad_id is None else pad_id
+    return Tokenizer(tokenizer_json, encoder.engine, encoder.cleared, vocab_size, token_dtype(vocab_size), eos_id,
+                     pad_id)
+
+
+@dataclass
+class Mixture:
+    budget: int  # tokens
+    draws: list  # stages.mixture's per-source draws
+    warnings: list[str]
+    occurrences: list[np.ndarray]  # per source: the doc_index of each document drawn, in stream order
+    layouts: list  # per source: where each occurrence starts in its stream (stages.tokens.stream_layout)
+
+
+def _mixture(config: Config, curated: list[CuratedFile], n_tokens: np.ndarray, seq_tokens: int, pad: bool) -> Mixture:
+    names = [s.name for s in config.sources]
+    doc_source = np.zeros(len(n_tokens), np.int64)
+    for f in curated:
+        doc_source[f.first_doc:f.first_doc + f.documents] = names.index(f.source)
+    packed_len = np.where(n_tokens > 0, n_tokens + 1, 0)
+    members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
+    members = [select_documents(source, m, curated, config.storage) for source, m in zip(config.sources, members)]
+    budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
+                                 config.mixture.budget_tokens, config.mixture.seed)
+    warnings = repetition_warnings(draws, config.mixture.max_passes)
+    for line in warnings:
+        log.warning("mixture: %s", line)
+    occurrences = [m[d.draws] for m, d in zip(members, draws)]
+    layouts = [stream_layout(packed_len[o], seq_tokens, pad) for o in occurrences]
+    return Mixture(budget, draws, warnings, occurrences, layouts)
+
+
+def _pack(config: Config, out: Path, mixture: Mixture, tokenizer: Tokenizer, file_of: np.ndarray,
+          encoded_files: list[str], seq_tokens: int, pad: bool) -> tuple[int, pa.Table]:
+    """The drawn documents cut into sequences, shuffled and written as shards; the number of sequences and
+    each shard's counts (SHARD_SCHEMA)."""
+    sequences = np.array([lay.sequences for lay in mixture.layouts], np.int64)
+    bases = np.concatenate([[0], np.cumsum(sequences)[:-1]]).astype(np.int64)
+    total = int(sequences.sum())
+    if not total:
+        return total, SHARD_SCHEMA.empty_table()
+    written_order = (np.random.default_rng([config.mixture.seed, 1]).permutation(total)
+                     if config.packing.shuffle else np.arange(total))
+    position_of = np.empty(total, np.int64)
+    position_of[written_order] = np.arange(total)
+    per_shard = config.packing.sequences_per_shard
+    jobs = _pack_jobs(mixture.occurrences, mixture.layouts, file_of, encoded_files)
+    pack = PackFile(engine.Shared(position_of), bases, sequences, seq_tokens, per_shard, tokenizer.eos_id,
+                    tokenizer.dtype)
+    write = partial(write_shard, out=str(out), names=[s.name for s in config.sources], seq_tokens=seq_tokens,
+                    fill=tokenizer.pad_id if pad else tokenizer.eos_id, per_shard=per_shard, total=total)
+    shards = -(-total // per_shard)
+    shard_counts = engine.group_to_table(jobs, "shard", min(shards, 16), write, SHARD_SCHEMA,
+                                         before=pack).sort_by("shard")
+    raise_write_error(shard_counts)
+    return total, shard_counts
+
+
+def _written(shard_counts: pa.Table, names: list[str]) -> tuple[dict[str, int], int]:
+    """Tokens written per source, and padding tokens, summed over the shards' counts."""
+    tokens_written = {name: 0 for name in names}
+    padding = 0
+    for text in shard_counts["counts"].to_pylist():
+        counts = json.loads(text)
+        padding += counts["padding"]
+        for name, n in counts["tokens"].items():
+            tokens_written[name] += n
+    return tokens_written, padding
 
 
 def select_documents(source, members: np.ndarray, curated: list[CuratedFile], storage) -> np.ndarray:
@@ -380,17 +424,15 @@ def _warn(warnings: list[str], line: str) -> None:
 
 
 def _encode(curated, tokenizer_json, tokenizer, work, documents, resources, storage):
-    """Encode every curated document on Ray Data into work/encoded; returns each document's token count,
+    """Encode every curated document on the workers into work/encoded; returns each document's token count,
     the encoded file it is in, and those files."""
     n_tokens = np.full(documents, -1, np.int64)
     file_of = np.full(documents, -1, np.int64)
     if not documents:
         return n_tokens, file_of, []
     rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
-    (ray.data.from_items(rows, override_num_blocks=_tasks_for(curated))
-     .map_batches(EncodeFiles(tokenizer_json, tokenizer.engine, tokenizer.batch_size, storage), batch_size=None,
-                  batch_format="pyarrow", **task_options(resources))
-     .write_parquet(str(work / "encoded"), **write_options(resources)))
+    engine.map_to_parquet(rows, EncodeFiles(tokenizer_json, tokenizer.engine, tokenizer.batch_size, storage),
+                          work / "encoded", tasks=_tasks_for(curated), resources=resources)
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
     seen = 0
     for i, path in enumerate(encoded_files):
@@ -405,11 +447,11 @@ def _encode(curated, tokenizer_json, tokenizer, work, documents, resources, stor
 
 
 def _tasks_for(curated: list[CuratedFile], task_bytes: int = 64 << 20) -> int:
-    """Encode tasks: each Ray Data task costs tens of milliseconds around its work, so files are grouped,
+    """Encode tasks: each task costs tens of milliseconds around its work, so files are grouped,
     but into at least two tasks per CPU so the cluster stays busy."""
     files = [f for f in curated if f.documents]
     size = sum(f.stored_bytes for f in files)
-    return max(1, min(len(files), max(2 * int(ray.cluster_resources().get("CPU", 1)), size // task_bytes)))
+    return max(1, min(len(files), max(2 * engine.cpu_count(), size // task_bytes)))
 
 
 def _pack_jobs(occurrences, layouts, file_of, encoded_files) -> list[dict]:

@@ -81,16 +81,16 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-def write_corpus(words: np.ndarray, vocab: np.ndarray, path: Path, chunk: int = 50_000) -> None:
-    writer = None
+def write_corpus(words: np.ndarray, vocab: np.ndarray, folder: Path, chunk: int = 50_000) -> None:
+    """The corpus as the filter pass leaves it: one Parquet file per `chunk` documents (a dedup task each)."""
+    folder.mkdir()
     for start in range(0, len(words), chunk):
         block = words[start:start + chunk]
         texts = [" ".join(vocab[row]) for row in block]
         orders = np.arange(start, start + len(block), dtype=np.int64)
-        table = pa.table({"order": orders, "id": [f"doc-{i}" for i in orders], "text": texts})
-        writer = writer or pq.ParquetWriter(path, table.schema)
-        writer.write_table(table, row_group_size=10_000)
-    writer.close()
+        table = pa.table({"order": orders, "id": [f"doc-{i}" for i in orders], "text": texts,
+                          "stage": pa.nulls(len(orders), pa.string())})  # all alive, as the filter pass marks them
+        pq.write_table(table, folder / f"file-{start // chunk:06d}.parquet", row_group_size=10_000)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,15 +141,14 @@ def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
     vocab = vocabulary(rng)
     t = time.perf_counter()
     words, copy_of = corpus(n_docs)
-    write_corpus(words, vocab, work / "corpus.parquet")
+    write_corpus(words, vocab, work / "filtered")
     generate_seconds = time.perf_counter() - t
 
     memory = PeakMemory()
     start_ray(RayConfig(num_cpus=2, object_store_mb=object_store_mb))
     t = time.perf_counter()
     cpu_before = _cpu_seconds()
-    alive = ray.data.read_parquet(str(work / "corpus.parquet"))
-    verdicts, seconds = dedup.run(alive, DedupConfig(shards=shards), work)
+    verdicts, seconds = dedup.run(work / "filtered", DedupConfig(shards=shards), work)
     rejects = verdicts.append_column("id", pa.array([f"doc-{o}" for o in verdicts["order"].to_pylist()]))
     pq.write_table(rejects, work / "rejects.parquet")
     wall = time.perf_counter() - t
@@ -290,7 +289,9 @@ def realhtml_benchmark() -> dict:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     start_ray(RayConfig(num_cpus=1, object_store_mb=512))
-    verdicts, _ = dedup.run(ray.data.from_arrow(table), config, work)
+    (work / "filtered").mkdir()
+    pq.write_table(table.append_column("stage", pa.nulls(len(texts), pa.string())), work / "filtered" / "texts.parquet")
+    verdicts, _ = dedup.run(work / "filtered", config, work)
     ray.shutdown()
     stages = verdicts["stage"].to_pylist()
     wide_spaces = {chr(c) for first, last in WHITE_SPACE for c in range(first, last + 1)} - set(" \t\n\v\f\r\xa0")

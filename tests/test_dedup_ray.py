@@ -1,12 +1,12 @@
-"""Exact and near dedup as Ray Data operations: against brute force, across partitionings, on chains."""
+"""Exact and near dedup on the engine: against brute force, across partitionings, on chains."""
 import itertools
 import subprocess
 import sys
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-import ray
 
 from helpers import ROOT
 from pipeline import dedup
@@ -38,15 +38,21 @@ def planted_corpus(n=400, seed=5):
     return docs
 
 
-def as_dataset(docs, blocks=4):
+def as_filtered(docs, folder, blocks=4, rejected=()):
+    """The documents as the filter pass leaves them (alive: stage null, except those `rejected`), in `blocks`
+    Parquet files."""
     texts = [" ".join(f"w{w}" for w in d) for d in docs]
+    stages = pa.array(["quality" if i in rejected else None for i in range(len(docs))], pa.string())
     table = pa.table({"order": pa.array(range(len(docs)), pa.int64()), "id": [f"d{i}" for i in range(len(docs))],
-                      "text": texts})
-    return ray.data.from_arrow(table).repartition(blocks)
+                      "text": texts, "stage": stages})
+    folder.mkdir(parents=True)
+    for i, part in enumerate(np.array_split(np.arange(len(docs)), blocks)):
+        pq.write_table(table.take(part), folder / f"file-{i:06d}.parquet")
+    return folder
 
 
-def verdicts_of(docs, work, blocks=4, **settings):
-    table, _ = dedup.run(as_dataset(docs, blocks), DedupConfig(**settings), work)
+def verdicts_of(docs, work, blocks=4, rejected=(), **settings):
+    table, _ = dedup.run(as_filtered(docs, work / "filtered", blocks, rejected), DedupConfig(**settings), work)
     return dict(zip(table["order"].to_pylist(), table["dup_of"].to_pylist()))
 
 
@@ -100,6 +106,14 @@ def test_a_chain_is_one_cluster_with_one_survivor(tmp_path):
     others = [list(rng.integers(10_000, 20_000, 200)) for _ in range(5)]
     verdicts = verdicts_of([others[0], a, others[1], b, others[2], c] + others[3:], tmp_path, exact=False)
     assert verdicts == {3: "d1", 5: "d1"}  # c joins through b; the first of the chain survives
+
+
+def test_documents_the_filters_rejected_take_no_part(tmp_path):
+    rng = np.random.default_rng(2)
+    a, b = list(rng.integers(0, 5000, 120)), list(rng.integers(5000, 10_000, 120))
+    near_b = b[:100] + list(rng.integers(10_000, 11_000, 5)) + b[105:]
+    docs = [a, a, a, b, near_b]  # d0 and d3 rejected by a filter: d2 duplicates d1, d4 survives
+    assert verdicts_of(docs, tmp_path, blocks=2, rejected={0, 3}) == {2: "d1"}
 
 
 def test_one_or_two_cpus_give_the_same_bytes(tmp_path):
