@@ -11,6 +11,7 @@ Every row keeps moving until finalize: a stage marks a row rejected, it never dr
 counts can prove that every record left the belt exactly once. This module starts the engine, runs the
 passes in order, and starts a run over on the nodes left when a node is lost.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import ray
 
-from pipeline import dedup, filtering, finalize, report, storage, tokens
+from pipeline import dedup, engine, filtering, finalize, report, storage, tokens
 from pipeline.config import Config
 from pipeline.engine import NodeWatch, check_resources, start_ray
 from pipeline.runlog import RUN_LOG, RunLog
@@ -39,10 +39,12 @@ def run(config: Config, kind: str = "run") -> dict:
         if not storage.is_s3(config.output):
             return run_into(config, Path(config.output), kind, run_log)
         start_ray(config.ray)
-        if config.storage.staging is None and sum(node["Alive"] for node in ray.nodes()) > 1:
+        if config.storage.staging is None and engine.nodes_alive() > 1:
             # A temporary folder would be on the driver's disk only, while tasks on other nodes write there too.
-            raise OutputError(f"output {config.output!r}: on a cluster of several nodes an s3:// output needs "
-                              "storage.staging, a folder every node sees, to build it in before the upload")
+            raise OutputError(
+                f"output {config.output!r}: on a cluster of several nodes an s3:// output needs "
+                "storage.staging, a folder every node sees, to build it in before the upload"
+            )
         staging = Path(config.storage.staging or tempfile.mkdtemp(prefix="crawlbelt-staging-"))
         manifest = run_into(config, staging, kind, run_log)
         storage.commit_output(staging, config.output, config.storage)
@@ -85,18 +87,32 @@ def run_into(config: Config, out: Path, kind: str, run_log: RunLog) -> dict:
                     raise
                 failure = _one_line(error)
                 if set(watch.lost) - lost_before and attempt < config.ray.node_lost_retries:
-                    log.warning("%s mid-run, and the run failed (%s): starting it over on the nodes left "
-                                "(ray.node_lost_retries: %d of %d)", watch.lost_line(), failure, attempt + 1,
-                                config.ray.node_lost_retries)
+                    log.warning(
+                        "%s mid-run, and the run failed (%s): starting it over on the nodes left "
+                        "(ray.node_lost_retries: %d of %d)",
+                        watch.lost_line(),
+                        failure,
+                        attempt + 1,
+                        config.ray.node_lost_retries,
+                    )
                     watch.progress()
                     continue
-                raise NodeLostError(f"{watch.lost_line()} mid-run, and the run failed: {failure}; rerun it "
-                                    "(the filter pass's finished files are kept)") from error
+                raise NodeLostError(
+                    f"{watch.lost_line()} mid-run, and the run failed: {failure}; rerun it "
+                    "(the filter pass's finished files are kept)"
+                ) from error
     raise AssertionError("unreachable")
 
 
-def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWatch, started: float,
-          kind: str, run_log: RunLog) -> dict:
+def _belt(
+    config: Config,
+    files: list[tuple[str, str]],
+    out: Path,
+    watch: NodeWatch,
+    started: float,
+    kind: str,
+    run_log: RunLog,
+) -> dict:
     work = out / "_work"
     build = work / "output"  # the new output, moved into `out` once complete
     build.mkdir()
@@ -111,8 +127,12 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
         filtered = work / "filtered"
-        log.info("filter pass: %d records from %d files, %.1f s", filtering.rows_in(filtered), len(files),
-                 timings["filter_pass"])
+        log.info(
+            "filter pass: %d records from %d files, %.1f s",
+            filtering.rows_in(filtered),
+            len(files),
+            timings["filter_pass"],
+        )
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
         t = time.perf_counter()
@@ -123,23 +143,40 @@ def _belt(config: Config, files: list[tuple[str, str]], out: Path, watch: NodeWa
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
-        part_counts = finalize.write_parts(filtered, verdicts, build, partitions=min(len(files), config.dedup.shards),
-                                           reject_text=config.rejects.text, doc_columns=finalize.doc_columns(config))
+        part_counts = finalize.write_parts(
+            filtered,
+            verdicts,
+            build,
+            partitions=min(len(files), config.dedup.shards),
+            reject_text=config.rejects.text,
+            doc_columns=finalize.doc_columns(config),
+        )
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:
         part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
 
     manifest = finalize.manifest(
-        config=config, out=build, files=files, records_read=filtering.rows_in(work / "filtered"),
-        part_counts=part_counts, stage_seconds={**filter_seconds["stages"], **dedup_seconds},
-        pass_seconds=timings, wall_seconds=time.time() - started, node_seconds=filter_seconds["nodes"])
+        config=config,
+        out=build,
+        files=files,
+        records_read=filtering.rows_in(work / "filtered"),
+        part_counts=part_counts,
+        stage_seconds={**filter_seconds["stages"], **dedup_seconds},
+        pass_seconds=timings,
+        wall_seconds=time.time() - started,
+        node_seconds=filter_seconds["nodes"],
+    )
     if files:
         for name, row in manifest["stages"].items():
             if "rows_in" in row:
                 log.info("%s", stage_line(name, row))
-        log.info("finalize: %d kept, %d rejected, %.1f s", manifest["counts"]["kept"],
-                 sum(manifest["counts"]["rejected"].values()), timings["finalize"])
+        log.info(
+            "finalize: %d kept, %d rejected, %.1f s",
+            manifest["counts"]["kept"],
+            sum(manifest["counts"]["rejected"].values()),
+            timings["finalize"],
+        )
 
     # Tokens pass: tokenizer, token counts, the weighted mixture, packed and shuffled token shards.
     t = time.perf_counter()
@@ -174,8 +211,6 @@ def _one_line(error: BaseException) -> str:
     line = errors[-1] if errors else f"{type(error).__name__}: {lines[0] if lines else ''}"
     actor = re.search(r"class_name: (\w+)", text)
     return f"{line} (actor {actor.group(1)})" if actor else line
-
-
 
 
 class OutputError(RuntimeError):
@@ -222,7 +257,9 @@ def prepare_output(out: Path, fingerprint: str | None = None, kind: str = "run")
 def _complete(build: Path) -> bool:
     """Whether a built output is whole: its manifest says the run completed, and its report is written."""
     try:
-        return json.loads((build / "manifest.json").read_text()).get("complete") is True and \
-            (build / "report.html").is_file()
+        return (
+            json.loads((build / "manifest.json").read_text()).get("complete") is True
+            and (build / "report.html").is_file()
+        )
     except (OSError, ValueError):
         return False

@@ -1,5 +1,6 @@
 """Command line: `python -m pipeline run CONFIG.yaml [...]`, `validate`, `submit`, `dry-run`, `report OUT_DIR`,
 `train CONFIG.yaml` and `plan`."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 def ranged(convert, accept, expected: str):
     """An argparse type: the text converted, refused in one usage line unless it converts and is accepted."""
+
     def parse(text: str):
         try:
             value = convert(text)
@@ -30,6 +32,7 @@ def ranged(convert, accept, expected: str):
         if value is None or not accept(value):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
         return value
+
     return parse
 
 
@@ -46,41 +49,71 @@ def parse_args(argv):
     run.add_argument("config", help="YAML config file")
     run.add_argument("--input", nargs="+", action="extend", help="WARC/ARC paths or globs (replace the config's)")
     run.add_argument("--output", help="output folder (replaces the config's)")
-    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                     help="override one config value, e.g. --set language.threshold=0.8")
-    validate = commands.add_parser("validate", help="check a config (every problem at once) and say what a run "
-                                   "would read and write; writes nothing, starts no Ray")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override one config value, e.g. --set language.threshold=0.8",
+    )
+    validate = commands.add_parser(
+        "validate",
+        help="check a config (every problem at once) and say what a run "
+        "would read and write; writes nothing, starts no Ray",
+    )
     validate.add_argument("config", help="YAML config file")
     validate.add_argument("--input", nargs="+", action="extend", help="as for run")
     validate.add_argument("--output", help="as for run")
-    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                          help="as for run")
+    validate.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="as for run"
+    )
     submit = commands.add_parser("submit", help="run a config on a Ray cluster as a Ray job (ray job submit)")
     submit.add_argument("config", help="YAML config file; its folder is the job's working directory")
     submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
     submit.add_argument("--wait", action="store_true", help="stream the job's logs until it ends; exit 1 if it failed")
     submit.add_argument("--output", help="output folder or s3:// URI (replaces the config's; must be absolute)")
-    submit.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help="override one config value in the job")
+    submit.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override one config value in the job",
+    )
     submit.add_argument("--working-dir", help="folder sent to the cluster (default: the config's folder)")
-    submit.add_argument("--env", action="append", default=[], metavar="NAME",
-                        help="pass this environment variable to the job (e.g. AWS_ACCESS_KEY_ID)")
+    submit.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this environment variable to the job (e.g. AWS_ACCESS_KEY_ID)",
+    )
     submit.add_argument("--submission-id", help="the job id (default: crawlbelt-DATE-TIME-RANDOM)")
     dry = commands.add_parser("dry-run", help="run CRAWL_SAMPLE through the belt and print its verdict table")
     dry.add_argument("--output", help="output folder (default out/dry-run)")
     train = commands.add_parser("train", help="train the config's transformer on a curation run's token shards")
     train.add_argument("config", help="YAML config file with a train section")
     train.add_argument("--data", help="curation output folder with tokens/ (replaces train.data and output)")
-    train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                       help="override one config value, e.g. --set train.steps=500")
-    train.add_argument("--stop-after", type=POSITIVE_INT, metavar="STEP", help="stop (with a checkpoint) after this step")
+    train.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override one config value, e.g. --set train.steps=500",
+    )
+    train.add_argument(
+        "--stop-after", type=POSITIVE_INT, metavar="STEP", help="stop (with a checkpoint) after this step"
+    )
     plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
     plan.add_argument("--params", type=COUNT, required=True, help="parameters, e.g. 7.5B or 125M")
     plan.add_argument("--gpus", type=POSITIVE_INT, required=True)
     plan.add_argument("--tokens", type=COUNT, help="training tokens, e.g. 300B (default: 20 per parameter)")
     plan.add_argument("--peak-tflops", type=POSITIVE, default=989.0, help="per GPU (default: H100/H200 bf16 dense)")
-    plan.add_argument("--mfu", type=FRACTION, default=0.4, help="model FLOPs utilization reached, in (0, 1] "
-                                                                "(default 0.4)")
+    plan.add_argument(
+        "--mfu", type=FRACTION, default=0.4, help="model FLOPs utilization reached, in (0, 1] (default 0.4)"
+    )
     plan.add_argument("--save-seconds", type=POSITIVE, help="checkpoint save time C")
     plan.add_argument("--mtbf-hours", type=POSITIVE, help="mean time between failures M of the whole job")
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -156,9 +189,14 @@ def main(argv=None) -> int:
         failed = storage_error(exc)
         if failed is None:
             raise  # the traceback ends with the note of where the log is
-        print(with_log(f"output error: {failed.filename or config.output}: {failed.strerror}; free space (or fix "
-                       "the folder) and run again: files of the filter pass already done are kept", exc),
-              file=sys.stderr)
+        print(
+            with_log(
+                f"output error: {failed.filename or config.output}: {failed.strerror}; free space (or fix "
+                "the folder) and run again: files of the filter pass already done are kept",
+                exc,
+            ),
+            file=sys.stderr,
+        )
         return 2
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
@@ -176,9 +214,11 @@ def main(argv=None) -> int:
     print(f"output: {config.output}")
     print(json.dumps(counts, indent=2))
     print(json.dumps(manifest["mixture"]["table"], indent=2))
-    print(f"{counts['documents']} documents in {seconds:.1f} s ({counts['documents'] / seconds:.1f} documents/s); "
-          f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
-          f"report: {config.output.rstrip('/')}/report.html")
+    print(
+        f"{counts['documents']} documents in {seconds:.1f} s ({counts['documents'] / seconds:.1f} documents/s); "
+        f"{tokens['sequences']} sequences of {tokens['seq_len'] + 1} tokens in {len(tokens['shards'])} shards; "
+        f"report: {config.output.rstrip('/')}/report.html"
+    )
     return 0
 
 
@@ -192,8 +232,10 @@ def _check_dry_run_output(config) -> None:
     from pipeline.storage import output_kind
 
     if output_kind(config.output, config.storage) == "run":
-        raise ConfigError(f"output {config.output!r} holds a real run's output, which a dry run would replace with "
-                          "the 7-page sample; give the dry run another --output")
+        raise ConfigError(
+            f"output {config.output!r} holds a real run's output, which a dry run would replace with "
+            "the 7-page sample; give the dry run another --output"
+        )
 
 
 def validate_command(args) -> int:
@@ -210,9 +252,13 @@ def validate_command(args) -> int:
     for source in config.sources:
         files = source.files
         kinds = {"warc": "crawl", "jsonl": "JSONL", "parquet": "Parquet text"}
-        kind = "curated Parquet" if source.curated else "/".join(sorted({kinds[input_format(f, source)] for f in files}))
-        print(f"read: source {source.name!r} (weight {source.weight:g}): {len(files)} {kind} files, "
-              f"{input_bytes(files, config.storage):,} bytes")
+        kind = (
+            "curated Parquet" if source.curated else "/".join(sorted({kinds[input_format(f, source)] for f in files}))
+        )
+        print(
+            f"read: source {source.name!r} (weight {source.weight:g}): {len(files)} {kind} files, "
+            f"{input_bytes(files, config.storage):,} bytes"
+        )
     print(f"write: {config.output} ({output_plan(config)})")
     return 0
 
@@ -271,8 +317,7 @@ def plan_command(args) -> int:
     if (args.save_seconds is None) != (args.mtbf_hours is None):
         print("plan: give both --save-seconds and --mtbf-hours, or neither", file=sys.stderr)
         return 2
-    figures = plan(args.params, args.gpus, args.tokens, args.peak_tflops, args.mfu, args.save_seconds,
-                   args.mtbf_hours)
+    figures = plan(args.params, args.gpus, args.tokens, args.peak_tflops, args.mfu, args.save_seconds, args.mtbf_hours)
     print(json.dumps(figures, indent=2) if args.json else format_plan(figures))
     return 0
 
@@ -319,13 +364,18 @@ def train_command(args, worker_args: list[str]) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"train: interrupted; run the same command again to resume from the last checkpoint in "
-              f"{Path(config.train.data) / 'train' / 'checkpoints'}", file=sys.stderr)
+        print(
+            f"train: interrupted; run the same command again to resume from the last checkpoint in "
+            f"{Path(config.train.data) / 'train' / 'checkpoints'}",
+            file=sys.stderr,
+        )
         return 130
     summary = Path(config.train.data) / "train" / "summary.json"
     if code == 0 and summary.exists():
         figures = json.loads(summary.read_text())
-        print(f"train: {figures['steps']} steps, final loss {figures['final_loss']:.4f}, "
-              f"{len(figures['rollbacks'])} rollbacks, {time.perf_counter() - started:.1f} s; "
-              f"run folder {summary.parent}")
+        print(
+            f"train: {figures['steps']} steps, final loss {figures['final_loss']:.4f}, "
+            f"{len(figures['rollbacks'])} rollbacks, {time.perf_counter() - started:.1f} s; "
+            f"run folder {summary.parent}"
+        )
     return code

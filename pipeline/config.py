@@ -4,6 +4,7 @@ Everything is checked before any work starts; a problem is one line naming the k
 raised as ConfigError (the command line turns it into exit code 2 and writes nothing). Loading goes on
 after a problem, so that one ConfigError holds every problem the config has (`crawlbelt validate`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,6 +77,7 @@ class Source:
 class SelectConfig:
     """Which of a source's kept documents the mixture may draw: those with the best `score` (a score column:
     quality_score, or score_NAME of a scorer), by `top_fraction` of the source's documents or `min_score`."""
+
     score: str = "quality_score"
     top_fraction: float | None = None
     min_score: float | None = None
@@ -111,17 +113,21 @@ class RayConfig:
 @dataclass
 class StorageConfig:
     """s3:// inputs and outputs; each null value falls back to the usual AWS_* environment variable."""
+
     endpoint: str | None = None  # e.g. http://127.0.0.1:9000 for an S3-compatible server; null: AWS_ENDPOINT_URL or AWS
     region: str | None = None  # null: AWS_REGION or AWS_DEFAULT_REGION
     access_key_id: str | None = None  # null: AWS_ACCESS_KEY_ID (prefer the environment to secrets in a file)
     secret_access_key: str | None = None  # null: AWS_SECRET_ACCESS_KEY
-    staging: str | None = None  # s3:// output: the local folder it is built in (every node must see it); null: a temp folder
+    staging: str | None = (
+        None  # s3:// output: the local folder it is built in (every node must see it); null: a temp folder
+    )
 
 
 @dataclass
 class PassResources:
     """What each Ray task of a pass asks for; Ray places tasks by these and runs at most as many at once as
     the cluster's CPUs (and memory) allow. The defaults suit a small machine; on a cluster, set memory."""
+
     num_cpus: float = 1.0  # CPUs per task
     memory_mb: int | None = None  # memory reserved per task (a scheduling promise, not a limit); null: none
     concurrency: int | None = None  # most tasks at once; null: as many as the resources allow
@@ -355,8 +361,9 @@ def _build(tp, value, path: str, problems: Problems):
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(value).__name__} {value!r}")
-        hints = {name: hint for name, hint in typing.get_type_hints(tp).items()
-                 if tp.__dataclass_fields__[name].init}  # the others are filled by validation
+        hints = {
+            name: hint for name, hint in typing.get_type_hints(tp).items() if tp.__dataclass_fields__[name].init
+        }  # the others are filled by validation
         fields = {}
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
@@ -463,8 +470,10 @@ def _local_files(pattern: str) -> list[str]:
     broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
     if broken:
         more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
-        raise ConfigError(f"input {pattern!r}: {broken[0]!r} is a broken symbolic link (to "
-                          f"{os.readlink(broken[0])!r}){more}; remove it or fix its target")
+        raise ConfigError(
+            f"input {pattern!r}: {broken[0]!r} is a broken symbolic link (to "
+            f"{os.readlink(broken[0])!r}){more}; remove it or fix its target"
+        )
     files = sorted(os.path.abspath(p) for p in found if os.path.isfile(p))
     if folder and not files:
         raise ConfigError(f"input {pattern!r} is a folder with no file in it")
@@ -493,8 +502,10 @@ def _read_yaml_file(path: str) -> dict:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:  # a WARC, a gzip file, a Latin-1 file: not a config
-        raise ConfigError(f"config file {path!r} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
-                          f"{exc.start}): expected a YAML config") from None
+        raise ConfigError(
+            f"config file {path!r} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
+            f"{exc.start}): expected a YAML config"
+        ) from None
     try:
         raw = _parse_yaml(text) or {}
     except yaml.YAMLError as exc:
@@ -551,7 +562,10 @@ _AT_LEAST_0 = ("a number >= 0", lambda v: v >= 0)
 _POSITIVE_INT = ("a positive integer", lambda v: v >= 1)
 RANGES = {
     "ray.num_cpus": _POSITIVE_INT,  # 0: Ray would wait for ever for a CPU to run the first task on
-    "ray.object_store_mb": (f"at least {RAY_OBJECT_STORE_MIN_MB} (Ray's minimum)", lambda v: v >= RAY_OBJECT_STORE_MIN_MB),
+    "ray.object_store_mb": (
+        f"at least {RAY_OBJECT_STORE_MIN_MB} (Ray's minimum)",
+        lambda v: v >= RAY_OBJECT_STORE_MIN_MB,
+    ),
     "ray.node_lost_timeout_s": _ABOVE_0,
     "ray.node_lost_retries": _AT_LEAST_0,
     "ray.resource_wait_s": _AT_LEAST_0,
@@ -586,8 +600,7 @@ RANGES = {
     "packing.seq_len": _POSITIVE_INT,
     "packing.sequences_per_shard": _POSITIVE_INT,
 }
-MIN_MAX = [("quality.min_words", "quality.max_words"),
-           ("quality.min_mean_word_length", "quality.max_mean_word_length")]
+MIN_MAX = [("quality.min_words", "quality.max_words"), ("quality.min_mean_word_length", "quality.max_mean_word_length")]
 CHOICES = {
     "rejects.text": ("snippet", "full", "none"),
     "extract.method": EXTRACT_METHODS,
@@ -664,13 +677,17 @@ def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
     for f in files:
         first = owners.setdefault(f, i)
         if first != i:  # its documents would count for one source only, silently
-            raise ConfigError(f"sources[{i}].input: {f!r} is also an input of sources[{first}] "
-                              f"({config.sources[first].name!r}); list each file under one source")
+            raise ConfigError(
+                f"sources[{i}].input: {f!r} is also an input of sources[{first}] "
+                f"({config.sources[first].name!r}); list each file under one source"
+            )
     if source.curated:
         not_parquet = [f for f in files if not f.endswith(".parquet")]
         if not_parquet:
-            raise ConfigError(f"sources[{i}].input: {not_parquet[0]!r} is not a .parquet file, and a curated source "
-                              "holds the docs/*.parquet of an earlier run")
+            raise ConfigError(
+                f"sources[{i}].input: {not_parquet[0]!r} is not a .parquet file, and a curated source "
+                "holds the docs/*.parquet of an earlier run"
+            )
     for f in files:
         if source.curated or input_format(f, source) == "parquet":
             _check_text_column(config, i, f, "text" if source.curated else source.text_field)
@@ -682,12 +699,15 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
     try:
         schema = parquet_file(path, config.storage).schema_arrow
     except (OSError, pa.ArrowInvalid) as exc:
-        raise ConfigError(f"sources[{i}].input: {path!r} is not a Parquet file ({' '.join(str(exc).split())})") from None
+        raise ConfigError(
+            f"sources[{i}].input: {path!r} is not a Parquet file ({' '.join(str(exc).split())})"
+        ) from None
     text = schema.field(column).type if column in schema.names else pa.null()
     if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
         key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
-        raise ConfigError(f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has "
-                          f"{', '.join(schema.names)})")
+        raise ConfigError(
+            f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has {', '.join(schema.names)})"
+        )
 
 
 def _fasttext_labels(key: str, path: str) -> list[str]:
@@ -711,17 +731,23 @@ def _check_language(config: Config, base: Path) -> None:
         labels = _fasttext_labels("language.model_path", path)
         unknown = [code for code in language.languages if code not in labels]
         if unknown:
-            raise ConfigError(f"language.languages: {unknown[0]!r} is not a language of the fastText model "
-                              f"{os.path.basename(path)!r} (it has {len(labels)}, e.g. {', '.join(labels[:5])})")
+            raise ConfigError(
+                f"language.languages: {unknown[0]!r} is not a language of the fastText model "
+                f"{os.path.basename(path)!r} (it has {len(labels)}, e.g. {', '.join(labels[:5])})"
+            )
     if language.method == "stopwords" or language.short_text_chars > 0:
         unknown = [code for code in language.languages if code not in STOP_WORDS]
         if language.method == "stopwords" and unknown:
-            raise ConfigError(f"language.languages: {unknown[0]!r} is not a language of the stop-word detector "
-                              f"({', '.join(STOP_WORDS)})")
+            raise ConfigError(
+                f"language.languages: {unknown[0]!r} is not a language of the stop-word detector "
+                f"({', '.join(STOP_WORDS)})"
+            )
         if unknown and language.method == "fasttext+stopwords":
-            raise ConfigError(f"language.languages: {unknown[0]!r} has no stop-word list ({', '.join(STOP_WORDS)}), so "
-                              f"its texts under language.short_text_chars would all be rejected; set "
-                              f"language.method: fasttext, or short_text_chars: 0")
+            raise ConfigError(
+                f"language.languages: {unknown[0]!r} has no stop-word list ({', '.join(STOP_WORDS)}), so "
+                f"its texts under language.short_text_chars would all be rejected; set "
+                f"language.method: fasttext, or short_text_chars: 0"
+            )
 
 
 def _check_classifier(config: Config, base: Path) -> None:
@@ -749,11 +775,14 @@ def _check_scorer(classifier: ClassifierConfig, key: str, base: Path) -> None:
             raise ConfigError(f"{key}.model_path: file {classifier.model_path!r} not found")
         labels = _fasttext_labels(f"{key}.model_path", classifier.model_path)
         if classifier.label.removeprefix("__label__") not in labels:
-            raise ConfigError(f"{key}.label: {classifier.label!r} is not a label of {classifier.model_path!r} "
-                              f"(it has {', '.join(labels[:5])}{', ...' if len(labels) > 5 else ''})")
+            raise ConfigError(
+                f"{key}.label: {classifier.label!r} is not a label of {classifier.model_path!r} "
+                f"(it has {', '.join(labels[:5])}{', ...' if len(labels) > 5 else ''})"
+            )
         if classifier.threshold is not None and not 0 <= classifier.threshold <= 1:
-            raise ConfigError(f"{key}.threshold: expected a probability in [0, 1] for fasttext, "
-                              f"got {classifier.threshold}")
+            raise ConfigError(
+                f"{key}.threshold: expected a probability in [0, 1] for fasttext, got {classifier.threshold}"
+            )
 
 
 def _check_select(config: Config, i: int) -> None:
@@ -776,13 +805,32 @@ def _check_select(config: Config, i: int) -> None:
 
     scores = [c for c, t in spec.added_columns(config).items() if pa.types.is_floating(t) or pa.types.is_integer(t)]
     if select.score not in scores:
-        raise ConfigError(f"{key}.score: {select.score!r} is not a score the belt's stages add (they add: "
-                          f"{', '.join(scores) or 'none'})")
+        raise ConfigError(
+            f"{key}.score: {select.score!r} is not a score the belt's stages add (they add: "
+            f"{', '.join(scores) or 'none'})"
+        )
 
 
 USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold")
-READ_COLUMNS = ("order", "id", "url", "source", "file", "offset", "date", "record_type", "content_type",
-                "http_charset", "html", "stage", "reason", "detail", "dup_of", "text", "charset")  # warc_read's
+READ_COLUMNS = (
+    "order",
+    "id",
+    "url",
+    "source",
+    "file",
+    "offset",
+    "date",
+    "record_type",
+    "content_type",
+    "http_charset",
+    "html",
+    "stage",
+    "reason",
+    "detail",
+    "dup_of",
+    "text",
+    "charset",
+)  # warc_read's
 RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
 
 
@@ -812,10 +860,11 @@ def _check_stages(config: Config, base: Path) -> None:
             columns[column] = key
     order = [entry if isinstance(entry, str) else None for entry in config.stages]
     if "extract" in order:
-        reads_text = [e for e in order[:order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
+        reads_text = [e for e in order[: order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
         if reads_text:
-            raise ConfigError(f"stages: {reads_text[0]!r} reads the text, which `extract` (after it) makes; "
-                              "list extract first")
+            raise ConfigError(
+                f"stages: {reads_text[0]!r} reads the text, which `extract` (after it) makes; list extract first"
+            )
     elif any(input_format(f, s) == "warc" for s in config.sources if not s.curated for f in s.files):
         raise ConfigError("stages: WARC/ARC sources need `extract` (it turns each page's HTML into text)")
 
@@ -827,12 +876,16 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
 
     if isinstance(entry, str):
         if entry not in spec.DOCUMENT_STAGES:
-            raise ConfigError(f"{key}: unknown stage {entry!r} (built-in: {', '.join(spec.DOCUMENT_STAGES)}; or "
-                              "{scorer: NAME, kind: ...} or {use: module:Class})")
+            raise ConfigError(
+                f"{key}: unknown stage {entry!r} (built-in: {', '.join(spec.DOCUMENT_STAGES)}; or "
+                "{scorer: NAME, kind: ...} or {use: module:Class})"
+            )
         return spec.Stage(spec.DOCUMENT_STAGES[entry], None)
     if not isinstance(entry, dict) or ("use" in entry) == ("scorer" in entry):
-        raise ConfigError(f"{key}: expected a built-in stage's name, {{scorer: NAME, kind: ...}} or "
-                          f"{{use: module:Class, with: {{...}}}}, got {entry!r}")
+        raise ConfigError(
+            f"{key}: expected a built-in stage's name, {{scorer: NAME, kind: ...}} or "
+            f"{{use: module:Class, with: {{...}}}}, got {entry!r}"
+        )
     if "scorer" in entry:
         name = entry["scorer"]
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
@@ -896,8 +949,10 @@ def _check_s3_output(config: Config) -> None:
     except OSError as exc:
         raise ConfigError(f"output {config.output!r}: {' '.join(str(exc).split())}") from None
     if kind is None:
-        raise ConfigError(f"output {config.output!r} holds objects and is not an earlier crawlbelt output (it has "
-                          "no .crawlbelt marker); choose another")
+        raise ConfigError(
+            f"output {config.output!r} holds objects and is not an earlier crawlbelt output (it has "
+            "no .crawlbelt marker); choose another"
+        )
 
 
 def _check_local_output(config: Config) -> None:
@@ -905,15 +960,16 @@ def _check_local_output(config: Config) -> None:
 
     out = Path(config.output)
     for i, source in enumerate(config.sources):
-        inside = [f for f in source.files
-                  if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
+        inside = [f for f in source.files if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output {str(out)!r} exists and is not a folder; choose another")
     if output_kind(str(out)) is None:
-        raise ConfigError(f"output {str(out)!r} exists and is not an earlier crawlbelt output (it has no .crawlbelt "
-                          "marker, which crawlbelt writes in every output); choose another folder")
+        raise ConfigError(
+            f"output {str(out)!r} exists and is not an earlier crawlbelt output (it has no .crawlbelt "
+            "marker, which crawlbelt writes in every output); choose another folder"
+        )
 
 
 def _check_train(config: Config) -> None:
@@ -951,8 +1007,10 @@ def _train_ranges(train: TrainConfig) -> list[tuple[str, object, bool, str]]:
     model, checkpoint, spike = train.model, train.checkpoint, train.spike
     inf = float("inf")
     positive, at_least_0, above_0 = "a positive integer", "an integer >= 0", "a finite number above 0"
-    ranges = [(key, getattr(train, key), getattr(train, key) >= 1, positive)
-              for key in ("workers", "steps", "batch_size", "log_every")]
+    ranges = [
+        (key, getattr(train, key), getattr(train, key) >= 1, positive)
+        for key in ("workers", "steps", "batch_size", "log_every")
+    ]
     ranges += [
         ("lr", train.lr, 0 < train.lr < inf, above_0),
         ("min_lr", train.min_lr, 0 <= train.min_lr <= train.lr, f"a number in [0, train.lr = {train.lr}]"),
@@ -961,11 +1019,15 @@ def _train_ranges(train: TrainConfig) -> list[tuple[str, object, bool, str]]:
         ("beta1", train.beta1, 0 <= train.beta1 < 1, "a number in [0, 1)"),
         ("beta2", train.beta2, 0 <= train.beta2 < 1, "a number in [0, 1)"),
         ("grad_clip", train.grad_clip, 0 < train.grad_clip < inf, above_0),
-        ("seed", train.seed, 0 <= train.seed < 2 ** 32, "an integer in [0, 2^32)"),
+        ("seed", train.seed, 0 <= train.seed < 2**32, "an integer in [0, 2^32)"),
         ("max_restarts", train.max_restarts, train.max_restarts >= 0, at_least_0),
         ("start_timeout_s", train.start_timeout_s, 0 <= train.start_timeout_s < inf, "a finite number >= 0"),
-        ("peak_tflops", train.peak_tflops, train.peak_tflops is None or 0 < train.peak_tflops < inf,
-         f"{above_0} or null"),
+        (
+            "peak_tflops",
+            train.peak_tflops,
+            train.peak_tflops is None or 0 < train.peak_tflops < inf,
+            f"{above_0} or null",
+        ),
         ("corrupt_batches", train.corrupt_batches, all(b >= 0 for b in train.corrupt_batches), "batch numbers >= 0"),
         ("model.ffn_dim", model.ffn_dim, model.ffn_dim is None or model.ffn_dim >= 1, f"{positive} or null"),
         ("model.rope_theta", model.rope_theta, 0 < model.rope_theta < inf, above_0),
@@ -975,8 +1037,10 @@ def _train_ranges(train: TrainConfig) -> list[tuple[str, object, bool, str]]:
         ("spike.factor", spike.factor, 1 < spike.factor < inf, "a finite number above 1"),
         ("spike.persist", spike.persist, spike.persist >= 0, at_least_0),
     ]
-    ranges += [(f"model.{key}", getattr(model, key), getattr(model, key) >= 1, positive)
-               for key in ("dim", "n_layers", "n_heads")]
+    ranges += [
+        (f"model.{key}", getattr(model, key), getattr(model, key) >= 1, positive)
+        for key in ("dim", "n_layers", "n_heads")
+    ]
     return ranges
 
 
@@ -988,8 +1052,10 @@ def _check_local_gpus(workers: int) -> None:
     needed = 1 if inside_torchrun() else workers  # a worker of a torchrun you started needs its own GPU only
     found = torch.cuda.device_count()
     if found < needed:
-        raise ConfigError(f"train.device: cuda needs {needed} GPUs (train.workers) and this machine has {found}; "
-                          f"use device: cpu, or fewer workers")
+        raise ConfigError(
+            f"train.device: cuda needs {needed} GPUs (train.workers) and this machine has {found}; "
+            f"use device: cpu, or fewer workers"
+        )
 
 
 def _check_tokens(config: Config, base: Path) -> None:

@@ -3,6 +3,7 @@
 `scripts/make_crawl_sample.py` writes them as configs/crawl_sample.warc; the dry run reads that file
 through the whole belt and prints the verdict table below.
 """
+
 from __future__ import annotations
 
 import html
@@ -14,13 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 PAGES = [
-    'The river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for centuries, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile.',
+    "The river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for centuries, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile.",
     "Le fleuve transporte le sable et les pierres des montagnes vers la mer. Avec le temps, le sable se dépose à l'embouchure et forme un delta. Les paysans cultivent le riz dans les deltas depuis des siècles, car la terre est riche et l'eau est proche.",
-    'Home | About us | Contact | Privacy policy | Log in',
-    'the river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for centuries, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile.',
-    '#deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today',
-    'The river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for hundreds of years, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile. Read more on our site.',
-    'Stars are born inside cold clouds of gas and dust. When part of a cloud becomes dense enough, gravity pulls it together faster than the gas can push back. The centre heats up as it shrinks, and once it reaches about ten million degrees, hydrogen begins to fuse into helium. That is the moment a star switches on, and it will shine with that fuel for millions or billions of years.',
+    "Home | About us | Contact | Privacy policy | Log in",
+    "the river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for centuries, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile.",
+    "#deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today #deal #sale #win the best price today",
+    "The river carries sand and small stones from the mountains to the sea. Over thousands of years that sand settles at the mouth of the river and builds a wide, flat delta. Farmers have grown rice on these deltas for hundreds of years, because the soil is rich and the water is close. When the river floods, it brings new soil with it, which is why the land stays fertile. Read more on our site.",
+    "Stars are born inside cold clouds of gas and dust. When part of a cloud becomes dense enough, gravity pulls it together faster than the gas can push back. The centre heats up as it shrinks, and once it reaches about ten million degrees, hydrogen begins to fuse into helium. That is the moment a star switches on, and it will shine with that fuel for millions or billions of years.",
 ]
 
 EXPECTED = [
@@ -45,9 +46,10 @@ def page_html(page: int) -> bytes:
     text = html.escape(PAGES[page])
     if text.endswith(LINKED_SENTENCE):
         text = text[: -len(LINKED_SENTENCE)] + f'<a href="/more">{LINKED_SENTENCE}</a>'
-    return (f'<!DOCTYPE html>\n<html lang="{LANGS[page]}"><head><meta charset="utf-8">'
-            f"<title>Page {page}</title></head>\n<body><article><p>{text}</p></article></body></html>\n"
-            ).encode()
+    return (
+        f'<!DOCTYPE html>\n<html lang="{LANGS[page]}"><head><meta charset="utf-8">'
+        f"<title>Page {page}</title></head>\n<body><article><p>{text}</p></article></body></html>\n"
+    ).encode()
 
 
 def write_warc(path: Path) -> None:
@@ -59,12 +61,21 @@ def write_warc(path: Path) -> None:
     writer = WARCWriter(buffer, gzip=False)
     for page in range(len(PAGES)):
         body = page_html(page)
-        http_headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                                   ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+        http_headers = StatusAndHeaders(
+            "200 OK",
+            [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))],
+            protocol="HTTP/1.1",
+        )
         record = writer.create_warc_record(
-            url_of(page), "response", payload=io.BytesIO(body), http_headers=http_headers,
-            warc_headers_dict={"WARC-Record-ID": f"<urn:uuid:{uuid.UUID(int=page + 1)}>",
-                               "WARC-Date": f"2026-01-01T00:00:0{page}Z"})
+            url_of(page),
+            "response",
+            payload=io.BytesIO(body),
+            http_headers=http_headers,
+            warc_headers_dict={
+                "WARC-Record-ID": f"<urn:uuid:{uuid.UUID(int=page + 1)}>",
+                "WARC-Date": f"2026-01-01T00:00:0{page}Z",
+            },
+        )
         writer.write_record(record)
     path.write_bytes(buffer.getvalue())
 

@@ -5,6 +5,7 @@ Both partition by hash: every row of one hash group (exact) or one LSH bucket (n
 shard, shards are spread over workers, and survivors are chosen by the fixed `order`, so the verdicts
 are the same whatever the number of workers, shards or blocks.
 """
+
 from __future__ import annotations
 
 import time
@@ -18,12 +19,25 @@ import pyarrow.parquet as pq
 
 from pipeline import engine
 from pipeline.config import DedupConfig
-from stages.dedup import (MinHasher, band_hashes, bucket_candidates, exact_duplicates, normalize, optimal_bands,
-                          pair_agreements, pair_jaccards, recall_bands, resolve_roots, sha1_of_normalized, shard_of_hex,
-                          union_edges)
+from stages.dedup import (
+    MinHasher,
+    band_hashes,
+    bucket_candidates,
+    exact_duplicates,
+    normalize,
+    optimal_bands,
+    pair_agreements,
+    pair_jaccards,
+    recall_bands,
+    resolve_roots,
+    sha1_of_normalized,
+    shard_of_hex,
+    union_edges,
+)
 
-VERDICT_SCHEMA = pa.schema([("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()),
-                            ("dup_of", pa.string())])
+VERDICT_SCHEMA = pa.schema(
+    [("order", pa.int64()), ("stage", pa.string()), ("reason", pa.string()), ("dup_of", pa.string())]
+)
 EXACT_SCHEMA = pa.schema([("order", pa.int64()), ("dup_of", pa.string())])
 
 
@@ -79,8 +93,14 @@ def _hash_batch(batch: pa.Table, exact: bool, hasher: MinHasher | None) -> pa.Ta
 
 def _verdicts(dups: pa.Table, stage: str, reason: str) -> pa.Table:
     n = dups.num_rows
-    return pa.table({"order": dups["order"], "stage": pa.array([stage] * n, pa.string()),
-                     "reason": pa.array([reason] * n, pa.string()), "dup_of": dups["dup_of"]})
+    return pa.table(
+        {
+            "order": dups["order"],
+            "stage": pa.array([stage] * n, pa.string()),
+            "reason": pa.array([reason] * n, pa.string()),
+            "dup_of": dups["dup_of"],
+        }
+    )
 
 
 def exact_dedup(hashes: Path, shards: int) -> pa.Table:
@@ -90,15 +110,17 @@ def exact_dedup(hashes: Path, shards: int) -> pa.Table:
     def with_shard(batch: pa.Table) -> pa.Table:
         return batch.append_column("shard", shard_of_hex(batch["key"], shards))
 
-    return engine.group_to_table(hashes, "shard", shards, exact_duplicates, EXACT_SCHEMA, before=with_shard,
-                                 columns=["order", "id", "key"])
+    return engine.group_to_table(
+        hashes, "shard", shards, exact_duplicates, EXACT_SCHEMA, before=with_shard, columns=["order", "id", "key"]
+    )
 
 
 EDGE_CHUNK = 1 << 18  # candidate edges verified and joined at a time on the driver
 
 
-def near_dedup(filtered: Path, hasher: MinHasher, hashes: Path, removed: np.ndarray, config: DedupConfig,
-               work: Path) -> pa.Table:
+def near_dedup(
+    filtered: Path, hasher: MinHasher, hashes: Path, removed: np.ndarray, config: DedupConfig, work: Path
+) -> pa.Table:
     """(order, dup_of) of every document in a MinHash/LSH cluster that is not the cluster's first document,
     among the documents in `hashes` (order, id, signature) less the exact duplicates `removed`.
 
@@ -126,21 +148,35 @@ def near_dedup(filtered: Path, hasher: MinHasher, hashes: Path, removed: np.ndar
         """One row per (document, band): the bucket it falls in and the shard that owns the bucket."""
         batch = batch.filter(pc.invert(pc.is_in(batch["order"], removed)))
         buckets = band_hashes(_signature_matrix(batch, k), bands, rows).ravel()
-        return pa.table({"order": np.repeat(batch["order"].to_numpy(), bands), "bucket": buckets,
-                         "shard": (buckets % np.uint64(shards)).astype(np.int32)})
+        return pa.table(
+            {
+                "order": np.repeat(batch["order"].to_numpy(), bands),
+                "bucket": buckets,
+                "shard": (buckets % np.uint64(shards)).astype(np.int32),
+            }
+        )
 
     orders = pq.read_table(hashes, columns=["order"])["order"].to_numpy()
     orders = np.sort(orders[~np.isin(orders, removed.to_numpy())])
-    engine.group_to_parquet(hashes, "shard", shards, bucket_candidates, work / "candidates", before=bucket_rows,
-                            columns=["order", "signature"])
+    engine.group_to_parquet(
+        hashes,
+        "shard",
+        shards,
+        bucket_candidates,
+        work / "candidates",
+        before=bucket_rows,
+        columns=["order", "signature"],
+    )
 
     def edge_chunks():
         """(a, b) dense ids (positions in `orders`) of the candidate edges, a chunk at a time."""
         if not any((work / "candidates").glob("*.parquet")):
             return
         for chunk in ds.dataset(work / "candidates", format="parquet").to_batches(batch_size=EDGE_CHUNK):
-            yield (np.searchsorted(orders, chunk["order"].to_numpy()),
-                   np.searchsorted(orders, chunk["linked_to"].to_numpy()))
+            yield (
+                np.searchsorted(orders, chunk["order"].to_numpy()),
+                np.searchsorted(orders, chunk["linked_to"].to_numpy()),
+            )
 
     verify = None
     if config.verify != "none":
@@ -166,17 +202,22 @@ def near_dedup(filtered: Path, hasher: MinHasher, hashes: Path, removed: np.ndar
         return EXACT_SCHEMA.empty_table()
     survivors = orders[parent[members]]
     ids = _ids_of(hashes, survivors)
-    return pa.table({"order": pa.array(orders[members], pa.int64()),
-                     "dup_of": pa.array([ids[s] for s in survivors.tolist()], pa.string())})
+    return pa.table(
+        {
+            "order": pa.array(orders[members], pa.int64()),
+            "dup_of": pa.array([ids[s] for s in survivors.tolist()], pa.string()),
+        }
+    )
 
 
 def _signature_matrix(batch: pa.Table, k: int) -> np.ndarray:
-    column = batch["signature"].combine_chunks() if isinstance(batch["signature"], pa.ChunkedArray) else batch["signature"]
+    column = (
+        batch["signature"].combine_chunks() if isinstance(batch["signature"], pa.ChunkedArray) else batch["signature"]
+    )
     return pc.list_flatten(column).to_numpy().reshape(-1, k)
 
 
-def _exact_verifier(filtered: Path, hasher: MinHasher, candidates: np.ndarray, path: Path,
-                    threshold: float):
+def _exact_verifier(filtered: Path, hasher: MinHasher, candidates: np.ndarray, path: Path, threshold: float):
     """A function (sources, targets) -> mask of pairs whose exact shingle Jaccard reaches the threshold.
 
     Workers compute the candidate documents' shingle sets; the driver appends them to `path` as they
@@ -198,7 +239,7 @@ def _exact_verifier(filtered: Path, hasher: MinHasher, candidates: np.ndarray, p
             slots = np.searchsorted(candidates, batch["order"].to_numpy())
             starts[slots] = written + offsets[:-1] - offsets[0]
             ends[slots] = written + offsets[1:] - offsets[0]
-            values = column.values.to_numpy()[offsets[0]:offsets[-1]]
+            values = column.values.to_numpy()[offsets[0] : offsets[-1]]
             spill.write(values.tobytes())
             written += len(values)
     flat = np.asarray(np.memmap(path, np.uint64, "r")) if written else np.zeros(0, np.uint64)
@@ -230,6 +271,7 @@ def _estimate_verifier(hashes: Path, candidates: np.ndarray, k: int, path: Path,
 
 
 def _ids_of(hashes: Path, orders: np.ndarray) -> dict[int, str]:
-    found = ds.dataset(hashes, format="parquet").to_table(columns=["order", "id"],
-                                                          filter=pc.field("order").isin(pa.array(np.unique(orders))))
+    found = ds.dataset(hashes, format="parquet").to_table(
+        columns=["order", "id"], filter=pc.field("order").isin(pa.array(np.unique(orders)))
+    )
     return dict(zip(found["order"].to_pylist(), found["id"].to_pylist()))

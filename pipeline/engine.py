@@ -1,5 +1,6 @@
 """Ray plumbing: starting or joining Ray, running a pass's functions as Ray Data tasks, reading the belt's
 Parquet back, and watching for lost nodes."""
+
 from __future__ import annotations
 
 import json
@@ -82,19 +83,27 @@ def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: flo
     said = False
     while True:
         nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
-        unmet = [name for name in ("filter", "encode") if not any(_fits(getattr(resources, name), node)
-                                                                      for node in nodes)]
+        unmet = [
+            name for name in ("filter", "encode") if not any(_fits(getattr(resources, name), node) for node in nodes)
+        ]
         if not unmet:
             log.info("ray: %s", _ray_in_use(address, nodes))
             return
         key, asked = _unmet_request(f"resources.{unmet[0]}", getattr(resources, unmet[0]), nodes)
         if time.monotonic() >= deadline:
             waited = f" after waiting {settings.resource_wait_s:g} s (ray.resource_wait_s)" if joined else ""
-            raise ConfigError(f"{key}: a task asks for {asked}, which no node of the cluster has{waited} "
-                              f"(cluster: {_describe_nodes(nodes)})")
+            raise ConfigError(
+                f"{key}: a task asks for {asked}, which no node of the cluster has{waited} "
+                f"(cluster: {_describe_nodes(nodes)})"
+            )
         if not said:
-            log.warning("%s: waiting up to %g s (ray.resource_wait_s) for a node with %s (cluster: %s)", key,
-                        settings.resource_wait_s, asked, _describe_nodes(nodes))
+            log.warning(
+                "%s: waiting up to %g s (ray.resource_wait_s) for a node with %s (cluster: %s)",
+                key,
+                settings.resource_wait_s,
+                asked,
+                _describe_nodes(nodes),
+            )
             said = True
         time.sleep(poll_s)
 
@@ -124,8 +133,17 @@ def _ray_in_use(address: str | None, nodes: list[dict]) -> str:
 
 def _describe_nodes(nodes: list[dict]) -> str:
     shapes = Counter((node.get("CPU", 0), int(node.get("memory", 0) // 2**20)) for node in nodes)
-    return ", ".join(f"{count} node{'s' * (count > 1)} of {cpus:g} CPUs and {memory:,} MB of memory"
-                     for (cpus, memory), count in sorted(shapes.items())) or "no node"
+    return (
+        ", ".join(
+            f"{count} node{'s' * (count > 1)} of {cpus:g} CPUs and {memory:,} MB of memory"
+            for (cpus, memory), count in sorted(shapes.items())
+        )
+        or "no node"
+    )
+
+
+def nodes_alive() -> int:
+    return sum(node["Alive"] for node in ray.nodes())
 
 
 def node_id() -> str:
@@ -149,8 +167,10 @@ def write_options(settings) -> dict:
     args and task pool sizes match). Ray 2.60's write_parquet takes them as `ray_remote_args`, which it
     does not deprecate."""
     options = task_options(settings)
-    return {"ray_remote_args": {key: options[key] for key in ("num_cpus", "memory") if key in options},
-            "concurrency": settings.concurrency}
+    return {
+        "ray_remote_args": {key: options[key] for key in ("num_cpus", "memory") if key in options},
+        "concurrency": settings.concurrency,
+    }
 
 
 def parquet_dataset(folder: Path, columns: list[str] | None = None) -> ray.data.Dataset:
@@ -159,7 +179,8 @@ def parquet_dataset(folder: Path, columns: list[str] | None = None) -> ray.data.
     helper actors (which are also not rerun when their node is lost): more than a small run's whole pass."""
     paths = sorted(str(p) for p in Path(folder).glob("*.parquet"))
     return ray.data.from_items([{"path": p} for p in paths], override_num_blocks=max(1, len(paths))).map_batches(
-        _read_parquet_files, batch_size=1, batch_format="pyarrow", fn_kwargs={"columns": columns})
+        _read_parquet_files, batch_size=1, batch_format="pyarrow", fn_kwargs={"columns": columns}
+    )
 
 
 def _read_parquet_files(files: pa.Table, columns: list[str] | None):
@@ -184,21 +205,28 @@ class _PerItem:
         self.function = function
 
     def __call__(self, items: pa.Table) -> pa.Table:
-        return pa.table({"result": [json.dumps({**self.function(item), "node": node_id()})
-                                    for item in items.to_pylist()]})
+        return pa.table(
+            {"result": [json.dumps({**self.function(item), "node": node_id()}) for item in items.to_pylist()]}
+        )
 
 
 def map_items(function: Callable[[dict], dict], items: list[dict], resources) -> list[dict]:
     """`function(item)` for every item, one Ray task per item (as `resources` asks), each result with the
     `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers."""
     dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-    results = dataset.map_batches(_PerItem(function), batch_size=1, batch_format="pyarrow",
-                                  **task_options(resources))
+    results = dataset.map_batches(_PerItem(function), batch_size=1, batch_format="pyarrow", **task_options(resources))
     return [json.loads(text) for table in ray.get(results.to_arrow_refs()) for text in table["result"].to_pylist()]
 
 
-def map_to_parquet(source: Source, fn: Callable, out: Path, *, columns: list[str] | None = None,
-                   tasks: int | None = None, resources=None) -> None:
+def map_to_parquet(
+    source: Source,
+    fn: Callable,
+    out: Path,
+    *,
+    columns: list[str] | None = None,
+    tasks: int | None = None,
+    resources=None,
+) -> None:
     """Every batch of `source` through `fn` (a table in, a table or a generator of tables out), the results
     written as Parquet files in the folder `out`. With a pass's `resources` settings, the write runs in the
     same tasks as `fn` (write_options)."""
@@ -212,16 +240,32 @@ def map_to_driver(source: Source, fn: Callable, *, columns: list[str] | None = N
     return _map(_rows(source, columns, None), fn, source).iter_batches(batch_format="pyarrow")
 
 
-def group_to_table(source: Source, by: str, partitions: int, fn: Callable, schema: pa.Schema, *,
-                   before: Callable | None = None, columns: list[str] | None = None) -> pa.Table:
+def group_to_table(
+    source: Source,
+    by: str,
+    partitions: int,
+    fn: Callable,
+    schema: pa.Schema,
+    *,
+    before: Callable | None = None,
+    columns: list[str] | None = None,
+) -> pa.Table:
     """The rows of `source` (each batch first through `before`, which adds the column `by`), grouped by `by`
     into `partitions` partitions; `fn` maps all rows of one value of `by` to a table. Their results, as one
     table on the driver (empty with `schema` when there are none)."""
     return _collect(_grouped(source, by, partitions, fn, before, columns), schema)
 
 
-def group_to_parquet(source: Source, by: str, partitions: int, fn: Callable, out: Path, *,
-                     before: Callable | None = None, columns: list[str] | None = None) -> None:
+def group_to_parquet(
+    source: Source,
+    by: str,
+    partitions: int,
+    fn: Callable,
+    out: Path,
+    *,
+    before: Callable | None = None,
+    columns: list[str] | None = None,
+) -> None:
     """As group_to_table, the results written as Parquet files in the folder `out` instead."""
     _grouped(source, by, partitions, fn, before, columns).write_parquet(str(out))
 
@@ -254,8 +298,9 @@ def _map(rows: ray.data.Dataset, fn: Callable, source: Source, resources=None) -
     return rows.map_batches(fn, batch_format="pyarrow", **batching, **(task_options(resources) if resources else {}))
 
 
-def _grouped(source: Source, by: str, partitions: int, fn: Callable, before: Callable | None,
-             columns: list[str] | None) -> ray.data.Dataset:
+def _grouped(
+    source: Source, by: str, partitions: int, fn: Callable, before: Callable | None, columns: list[str] | None
+) -> ray.data.Dataset:
     rows = _rows(source, columns, None)
     if before is not None:
         rows = _map(rows, before, source)
@@ -278,8 +323,14 @@ class NodeWatch:
 
     `nodes` and `clock` are there for tests: `check()` is what the thread runs every `poll_s` seconds."""
 
-    def __init__(self, stall_s: float | None, poll_s: float = 2.0, nodes: Callable[[], list[dict]] | None = None,
-                 clock: Callable[[], float] = time.monotonic, on_stall: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        stall_s: float | None,
+        poll_s: float = 2.0,
+        nodes: Callable[[], list[dict]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_stall: Callable[[str], None] | None = None,
+    ):
         self.stall_s, self.poll_s = stall_s, poll_s
         self.nodes = nodes or ray.nodes
         self.clock = clock
@@ -307,9 +358,13 @@ class NodeWatch:
             elif node_id in self.alive and node_id not in self.lost:
                 self.lost[node_id] = (address, now, time.strftime("%H:%M:%S"))
                 why = node.get("DeathReasonMessage")
-                log.warning("node %s (%s) was lost%s: Ray reruns its tasks on the nodes left%s", node_id, address,
-                            f" ({why})" if why else "", "" if self.stall_s is None else
-                            f"; the run fails if it makes no progress for {self.stall_s:g} s")
+                log.warning(
+                    "node %s (%s) was lost%s: Ray reruns its tasks on the nodes left%s",
+                    node_id,
+                    address,
+                    f" ({why})" if why else "",
+                    "" if self.stall_s is None else f"; the run fails if it makes no progress for {self.stall_s:g} s",
+                )
         if self.lost and self.stall_s is not None:
             since = max(self.last_progress, max(noticed for _, noticed, _ in self.lost.values()))
             if now - since >= self.stall_s:
@@ -327,10 +382,11 @@ class NodeWatch:
             self.check()
 
     def stall_message(self, seconds: float) -> str:
-        nodes = ", ".join(f"{node_id} ({address}, lost at {wall})"
-                          for node_id, (address, _, wall) in self.lost.items())
-        return (f"lost node {nodes}: the run made no progress for {seconds:.0f} s after it "
-                f"(ray.node_lost_timeout_s); rerun it (the filter pass's finished files are kept)")
+        nodes = ", ".join(f"{node_id} ({address}, lost at {wall})" for node_id, (address, _, wall) in self.lost.items())
+        return (
+            f"lost node {nodes}: the run made no progress for {seconds:.0f} s after it "
+            f"(ray.node_lost_timeout_s); rerun it (the filter pass's finished files are kept)"
+        )
 
     def lost_line(self) -> str | None:
         """One line naming the nodes lost so far, or None."""
@@ -358,9 +414,19 @@ class NodeWatch:
                 log.debug("node watch: %s", error)
 
 
-_NODE_DEATH_ERRORS = tuple(getattr(ray.exceptions, name) for name in (
-    "ActorDiedError", "ActorUnavailableError", "NodeDiedError", "ObjectLostError", "OwnerDiedError",
-    "WorkerCrashedError", "ObjectReconstructionFailedError") if hasattr(ray.exceptions, name))
+_NODE_DEATH_ERRORS = tuple(
+    getattr(ray.exceptions, name)
+    for name in (
+        "ActorDiedError",
+        "ActorUnavailableError",
+        "NodeDiedError",
+        "ObjectLostError",
+        "OwnerDiedError",
+        "WorkerCrashedError",
+        "ObjectReconstructionFailedError",
+    )
+    if hasattr(ray.exceptions, name)
+)
 
 
 def error_chain(error: BaseException | None):
@@ -375,8 +441,10 @@ def error_chain(error: BaseException | None):
 def _looks_like_node_death(error: BaseException | None) -> bool:
     """Whether an error, or one it was raised from, is one that Ray raises when a node goes away (Ray Data
     sometimes passes such errors on only as text)."""
-    return any(isinstance(e, _NODE_DEATH_ERRORS) or "node has died" in str(e) or "node it was running on is dead"
-               in str(e) for e in error_chain(error))
+    return any(
+        isinstance(e, _NODE_DEATH_ERRORS) or "node has died" in str(e) or "node it was running on is dead" in str(e)
+        for e in error_chain(error)
+    )
 
 
 def exit_run(message: str) -> None:

@@ -5,6 +5,7 @@ A part is written under a temporary name and renamed once the file is whole (sto
 at all, and a rerun after a kill redoes only the files without one, as long as nothing that shapes the parts
 changed (`fingerprint`). Nothing here knows the engine: `run` hands FilterFile to engine.map_items.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,8 +34,7 @@ READERS = {"warc": read_warc, "jsonl": read_jsonl, "parquet": read_parquet}
 def input_files(config: Config) -> list[tuple[str, str]]:
     """(path, source) of every input file the filter pass reads, sorted by path: the fixed order documents are
     numbered in. Curated sources (`curated: true`) skip the filters and join at the tokens pass."""
-    files = {path: source.name for source in config.sources if not source.curated
-             for path in source.files}
+    files = {path: source.name for source in config.sources if not source.curated for path in source.files}
     return sorted(files.items())
 
 
@@ -48,14 +48,16 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(".*.tmp"):  # a file being written when the run was killed
         stale.unlink()
-    pending = [{"file_index": i, "path": path, "source": source} for i, (path, source) in enumerate(files)
-               if not (folder / part_name(i)).exists()]
+    pending = [
+        {"file_index": i, "path": path, "source": source}
+        for i, (path, source) in enumerate(files)
+        if not (folder / part_name(i)).exists()
+    ]
     if len(pending) < len(files):
         log.info("resume: %d of %d files already through the filter pass", len(files) - len(pending), len(files))
     stage_seconds, node_seconds = defaultdict(float), defaultdict(float)
     if pending:
-        filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read,
-                                 config.storage)
+        filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read, config.storage)
         for done in engine.map_items(filter_file, pending, config.resources.filter):
             for stage, seconds in done["seconds"].items():
                 stage_seconds[stage] += seconds
@@ -69,7 +71,9 @@ class FilterFile:
 
     def __init__(self, stages: list, sources: list[Source], folder: str, read, storage):
         self.stages = stages
-        self.sources = {source.name: replace(source, input=[]) for source in sources}  # how each is read, not its file list
+        self.sources = {
+            source.name: replace(source, input=[]) for source in sources
+        }  # how each is read, not its file list
         self.folder = Path(folder)
         self.batch_size = read.batch_size
         self.max_payload_bytes = int(read.max_payload_mb * 1e6)
@@ -80,10 +84,14 @@ class FilterFile:
 
     def _records(self, path: str, file_index: int, source: Source):
         fmt = input_format(path, source)
-        options = {} if fmt == "warc" else {"text_field": source.text_field, "id_field": source.id_field,
-                                            "url_field": source.url_field}
-        return READERS[fmt](path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open,
-                            **options)
+        options = (
+            {}
+            if fmt == "warc"
+            else {"text_field": source.text_field, "id_field": source.id_field, "url_field": source.url_field}
+        )
+        return READERS[fmt](
+            path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open, **options
+        )
 
     def _filter(self, table: pa.Table, seconds: dict[str, float]) -> pa.Table:
         for stage in self.stages:
@@ -114,8 +122,9 @@ class FilterFile:
                     rows += table.num_rows
                     start = time.perf_counter()
                 if writer is None:  # no record at all: the part still says the file is done
-                    writer = pq.ParquetWriter(tmp, self._filter(DOCUMENT_SCHEMA.empty_table(), seconds).schema,
-                                              compression="zstd")
+                    writer = pq.ParquetWriter(
+                        tmp, self._filter(DOCUMENT_SCHEMA.empty_table(), seconds).schema, compression="zstd"
+                    )
             finally:
                 if writer is not None:
                     writer.close()
@@ -134,8 +143,11 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
         return [path, owner, stat and stat.st_size, stat and stat.st_mtime_ns]
 
     inputs = [stamp(path, source) for path, source in files]
-    sources = {source.name: [input_format(path, source) for path, owner in files if owner == source.name][:1]
-               + [source.text_field, source.id_field, source.url_field] for source in config.sources}
+    sources = {
+        source.name: [input_format(path, source) for path, owner in files if owner == source.name][:1]
+        + [source.text_field, source.id_field, source.url_field]
+        for source in config.sources
+    }
     stages = []
     for stage in spec.declared(config):
         settings = asdict(getattr(config, stage.spec.section)) if stage.spec.section else dict(stage.entry)
@@ -145,8 +157,11 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
         for key in stage.spec.files:  # files whose content shapes the stage
             paths = settings.get(key) or []
             inputs += [stamp(path, stage.spec.name) for path in ([paths] if isinstance(paths, str) else paths)]
-    text = json.dumps({"inputs": inputs, "sources": sources, "read": asdict(config.read), "stages": stages},
-                      sort_keys=True, default=str)
+    text = json.dumps(
+        {"inputs": inputs, "sources": sources, "read": asdict(config.read), "stages": stages},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -1,6 +1,7 @@
 """Finalize: apply the dedup verdicts, write docs/ and rejects/ (one part per input file, rows in the
 fixed order, so the bytes do not depend on the number of workers), and write a manifest whose counts are
 read back from the written files and checked against what the reader produced."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,20 @@ from pipeline import engine, spec
 from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
 
-DOC_COLUMNS = ["id", "url", "source", "file", "offset", "date", "content_type", "charset", "text", "lang",
-               "lang_score", "quality_score"]
+DOC_COLUMNS = [
+    "id",
+    "url",
+    "source",
+    "file",
+    "offset",
+    "date",
+    "content_type",
+    "charset",
+    "text",
+    "lang",
+    "lang_score",
+    "quality_score",
+]
 REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of", "text"]
 SNIPPET_CHARS = 500  # rejects.text: snippet
 COUNT_SCHEMA = pa.schema([("file_index", pa.int64()), ("records", pa.int64()), ("counts", pa.string())])
@@ -36,8 +49,9 @@ def doc_columns(config) -> list[str]:
     return DOC_COLUMNS + [column for column in spec.added_columns(config) if column not in DOC_COLUMNS]
 
 
-def write_part(rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str,
-               doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
+def write_part(
+    rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str, doc_columns: list[str] = DOC_COLUMNS
+) -> pa.Table:
     """Per group: all rows of one input file in, its docs and rejects parts written, its counts out."""
     rows = rows.sort_by("order")
     file_index = rows["order"][0].as_py() >> 40
@@ -100,8 +114,14 @@ def _apply_verdicts(rows: pa.Table, verdicts: pa.Table) -> pa.Table:
     return rows
 
 
-def write_parts(filtered: Path, verdicts: pa.Table, out: Path, partitions: int, reject_text: str,
-                doc_columns: list[str] = DOC_COLUMNS) -> pa.Table:
+def write_parts(
+    filtered: Path,
+    verdicts: pa.Table,
+    out: Path,
+    partitions: int,
+    reject_text: str,
+    doc_columns: list[str] = DOC_COLUMNS,
+) -> pa.Table:
     """Per input file of the filter pass's Parquet folder `filtered`: write its parts and return its counts
     (one row per file)."""
     write = partial(write_part, verdicts=verdicts, out=str(out), reject_text=reject_text, doc_columns=doc_columns)
@@ -117,8 +137,18 @@ def _read_back(out: Path) -> tuple[int, Counter]:
     return kept, rejected
 
 
-def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Table, stage_seconds: dict,
-             pass_seconds: dict, wall_seconds: float, node_seconds: dict | None = None) -> dict:
+def manifest(
+    *,
+    config,
+    out: Path,
+    files,
+    records_read: int,
+    part_counts: pa.Table,
+    stage_seconds: dict,
+    pass_seconds: dict,
+    wall_seconds: float,
+    node_seconds: dict | None = None,
+) -> dict:
     """Sum the per-file counts, check the ledger, write manifest.json; a failed check raises InvariantError.
 
     `records_read` comes from the filter pass's output, while documents and kept/rejected come from
@@ -134,8 +164,15 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
         by_reason.update(c["rejected_by_reason"])
         documents += c["documents"]
         kept += c["kept"]
-        parts.append({"file": files[file_index][0], "source": files[file_index][1], "records": records,
-                      "documents": c["documents"], "kept": c["kept"]})
+        parts.append(
+            {
+                "file": files[file_index][0],
+                "source": files[file_index][1],
+                "records": records,
+                "documents": c["documents"],
+                "kept": c["kept"],
+            }
+        )
 
     kept_on_disk, rejected_on_disk = _read_back(out)
     checks = {
@@ -149,8 +186,11 @@ def manifest(*, config, out: Path, files, records_read: int, part_counts: pa.Tab
     names = spec.stage_names(config)
     for stage in names:
         seconds = stage_seconds.get(stage)
-        stages[stage] = {"rows_in": alive, "rejected": by_stage.get(stage, 0),
-                         "seconds": None if seconds is None else round(seconds, 3)}
+        stages[stage] = {
+            "rows_in": alive,
+            "rejected": by_stage.get(stage, 0),
+            "seconds": None if seconds is None else round(seconds, 3),
+        }
         alive -= by_stage.get(stage, 0)
     for name, seconds in pass_seconds.items():
         stages.setdefault(name, {})["seconds"] = round(seconds, 3)
@@ -191,8 +231,9 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
     for step, step_seconds in result["seconds"].items():
         manifest["stages"][step] = {"seconds": round(step_seconds, 3)}
     manifest["stages"]["tokens_pass"] = {"seconds": round(seconds, 3)}
-    manifest["outputs"]["tokens"] = ([result["tokens"]["tokenizer"]]
-                                     + [shard["path"] for shard in result["tokens"]["shards"]])
+    manifest["outputs"]["tokens"] = [result["tokens"]["tokenizer"]] + [
+        shard["path"] for shard in result["tokens"]["shards"]
+    ]
     manifest["wall_seconds"] = round(wall_seconds, 3)
     manifest["complete"] = all(manifest["invariants"].values())  # a failed check is never committed
     write_manifest(out, manifest)
@@ -217,8 +258,7 @@ def _raise_on_failed(out: Path, checks: dict, what: str) -> None:
 
 
 def _versions() -> dict:
-    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "numba",
-             "tokenizers"]
+    names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "numba", "tokenizers"]
     versions = {"python": platform.python_version()}
     for name in names:
         try:

@@ -5,6 +5,7 @@ per source and the time each stage took.
 
     python -m pipeline report OUT_DIR       (also written at the end of every run as OUT/report.html)
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,11 @@ def read_manifest(out: Path) -> dict:
     try:
         manifest = json.loads(path.read_bytes())
     except FileNotFoundError:
-        why = ("the run there did not complete (it was interrupted or failed); rerun it"
-               if (out / MARKER).is_file() else "not a crawlbelt output")
+        why = (
+            "the run there did not complete (it was interrupted or failed); rerun it"
+            if (out / MARKER).is_file()
+            else "not a crawlbelt output"
+        )
         raise ManifestError(f"{str(out)!r} holds no manifest.json: {why}") from None
     except ValueError as exc:  # cut short, or not JSON at all
         raise ManifestError(f"{str(path)!r} is not valid JSON ({exc}); is it whole?") from None
@@ -70,8 +74,12 @@ def write(out: Path, path: Path | None = None) -> Path:
     """Write the report of the run in `out` (to out/report.html unless `path` is given); returns its path."""
     out = Path(out)
     path = Path(path) if path else out / "report.html"
-    page = render(read_manifest(out), _read(out / "docs", ["lang", "quality_score", "url"]),
-                  _read(out / "rejects", ["stage", "reason", "dup_of", "url"]), read_samples(out / "rejects"))
+    page = render(
+        read_manifest(out),
+        _read(out / "docs", ["lang", "quality_score", "url"]),
+        _read(out / "rejects", ["stage", "reason", "dup_of", "url"]),
+        read_samples(out / "rejects"),
+    )
     try:
         write_atomic(path, page)  # nothing is left behind, whatever failed
     except OSError as exc:
@@ -116,25 +124,46 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str,
         _incomplete(manifest),
         _summary(manifest),
         "<h2>Funnel</h2>",
-        '<div class="plots">', _funnel(manifest), _reasons(counts["rejected_by_reason"]), "</div>",
+        '<div class="plots">',
+        _funnel(manifest),
+        _reasons(counts["rejected_by_reason"]),
+        "</div>",
         "<h2>Documents</h2>",
-        '<div class="plots">', _languages(docs, counts["rejected_by_reason"]), _quality(docs),
-        _duplicates(rejects), "</div>",
-        "<h2>Rejects by reason</h2>", _samples(samples, counts["rejected_by_reason"]),
-        "<h2>Domains</h2>", _domains(docs, rejects),
-        "<h2>Mixture and tokens</h2>", _mixture(manifest),
-        "<h2>Time</h2>", '<div class="plots">', _times(manifest), "</div>",
+        '<div class="plots">',
+        _languages(docs, counts["rejected_by_reason"]),
+        _quality(docs),
+        _duplicates(rejects),
+        "</div>",
+        "<h2>Rejects by reason</h2>",
+        _samples(samples, counts["rejected_by_reason"]),
+        "<h2>Domains</h2>",
+        _domains(docs, rejects),
+        "<h2>Mixture and tokens</h2>",
+        _mixture(manifest),
+        "<h2>Time</h2>",
+        '<div class="plots">',
+        _times(manifest),
+        "</div>",
     ]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>crawlbelt report: {escape(name)}</title><style>{STYLE}</style></head>\n<body>\n"
-            + "\n".join(sections) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>crawlbelt report: {escape(name)}</title><style>{STYLE}</style></head>\n<body>\n"
+        + "\n".join(sections)
+        + "\n</body></html>\n"
+    )
 
 
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header) if any(header) else ""
-    body = "".join("<tr>" + "".join(
-        f'<td class="n">{_fmt(v)}</td>' if i in numeric else f"<td>{escape(_fmt(v))}</td>" for i, v in enumerate(row))
-        + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="n">{_fmt(v)}</td>' if i in numeric else f"<td>{escape(_fmt(v))}</td>"
+            for i, v in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
     return f"<table>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
 
 
@@ -151,32 +180,42 @@ def _fmt(value) -> str:
 def _incomplete(manifest: dict) -> str:
     if manifest.get("complete"):
         return ""
-    return ('<p class="warning">This run did not complete: it stopped after '
-            + ("the tokens pass, with a failed check" if "tokens" in manifest else "finalize, before the tokens pass")
-            + ". Its counts are what it had done by then; rerun it to finish.</p>")
+    return (
+        '<p class="warning">This run did not complete: it stopped after '
+        + ("the tokens pass, with a failed check" if "tokens" in manifest else "finalize, before the tokens pass")
+        + ". Its counts are what it had done by then; rerun it to finish.</p>"
+    )
 
 
 def _summary(manifest: dict) -> str:
     counts = manifest["counts"]
     tokens = manifest.get("tokens") or {}
-    rows = [["records read", counts["records_read"]], ["records that are not documents",
-                                                      sum(counts["not_documents"].values())],
-            ["documents", counts["documents"]], ["kept", counts["kept"]],
-            ["rejected", sum(counts["rejected"].values())],
-            ["token sequences", tokens.get("sequences")],
-            ["tokens in shards", sum((tokens.get("tokens_per_source") or {}).values()) if tokens else None],
-            ["wall seconds", manifest["wall_seconds"]]]
-    checks = "".join(f'<li class="{"ok" if ok else "bad"}">{"✓" if ok else "✗ FAILED"} {escape(name)}</li>'
-                     for name, ok in manifest["invariants"].items())
+    rows = [
+        ["records read", counts["records_read"]],
+        ["records that are not documents", sum(counts["not_documents"].values())],
+        ["documents", counts["documents"]],
+        ["kept", counts["kept"]],
+        ["rejected", sum(counts["rejected"].values())],
+        ["token sequences", tokens.get("sequences")],
+        ["tokens in shards", sum((tokens.get("tokens_per_source") or {}).values()) if tokens else None],
+        ["wall seconds", manifest["wall_seconds"]],
+    ]
+    checks = "".join(
+        f'<li class="{"ok" if ok else "bad"}">{"✓" if ok else "✗ FAILED"} {escape(name)}</li>'
+        for name, ok in manifest["invariants"].items()
+    )
     return _table(["", ""], rows, {1}) + f"<ul>{checks}</ul>"
 
 
 def _funnel(manifest: dict) -> str:
     stages = [s for s, row in manifest["stages"].items() if "rows_in" in row]  # the belt's stages, in order
     rows = [manifest["stages"][s] for s in stages]
-    chart = svg.hbars(f"Documents through the stages ({manifest['counts']['documents']:,} documents)", stages,
-                      {"passed on": [r["rows_in"] - r["rejected"] for r in rows],
-                       "rejected here": [r["rejected"] for r in rows]}, stacked=True)
+    chart = svg.hbars(
+        f"Documents through the stages ({manifest['counts']['documents']:,} documents)",
+        stages,
+        {"passed on": [r["rows_in"] - r["rejected"] for r in rows], "rejected here": [r["rejected"] for r in rows]},
+        stacked=True,
+    )
     return svg.img(chart, "funnel: documents in and rejected at each stage")
 
 
@@ -197,8 +236,9 @@ def _rule_counts(by_reason: dict[str, int]) -> Counter:
 
 def _reasons(by_reason: dict[str, int]) -> str:
     top = _rule_counts(by_reason).most_common(20)
-    chart = svg.hbars("Reject reasons (one count per rule broken)", [r for r, _ in top],
-                      {"documents": [n for _, n in top]})
+    chart = svg.hbars(
+        "Reject reasons (one count per rule broken)", [r for r, _ in top], {"documents": [n for _, n in top]}
+    )
     return svg.img(chart, "reject reasons")
 
 
@@ -206,17 +246,24 @@ def _languages(docs: pa.Table, by_reason: dict[str, int]) -> str:
     kept = Counter(lang or "none" for lang in docs["lang"].to_pylist())
     rejected = Counter({r.split(":", 1)[1]: n for r, n in by_reason.items() if r.startswith("language:")})
     langs = [lang for lang, _ in (kept + rejected).most_common(15)]
-    chart = svg.hbars("Languages (kept documents, and those the language stage rejected)", langs,
-                      {"kept": [kept[lang] for lang in langs], "rejected": [rejected[lang] for lang in langs]},
-                      stacked=True)
+    chart = svg.hbars(
+        "Languages (kept documents, and those the language stage rejected)",
+        langs,
+        {"kept": [kept[lang] for lang in langs], "rejected": [rejected[lang] for lang in langs]},
+        stacked=True,
+    )
     return svg.img(chart, "languages")
 
 
 def _quality(docs: pa.Table) -> str:
     scores = np.array([s for s in docs["quality_score"].to_pylist() if s is not None], float)
-    counts, edges = (np.histogram(scores, bins=20) if len(scores) else ([], [0.0]))
-    chart = svg.histogram(f"Quality score of kept documents ({len(scores):,})", [float(e) for e in edges],
-                          [int(c) for c in counts], "classifier score")
+    counts, edges = np.histogram(scores, bins=20) if len(scores) else ([], [0.0])
+    chart = svg.histogram(
+        f"Quality score of kept documents ({len(scores):,})",
+        [float(e) for e in edges],
+        [int(c) for c in counts],
+        "classifier score",
+    )
     return svg.img(chart, "quality score histogram")
 
 
@@ -229,9 +276,11 @@ def _duplicates(rejects: pa.Table) -> str:
     sizes = {stage: Counter(min(n + 1, 10) for n in c.values()) for stage, c in clusters.items()}
     present = sorted(set(sizes["exact_dedup"]) | set(sizes["near_dedup"]))
     labels = [f"{s}+" if s == 10 else str(s) for s in present]
-    chart = svg.hbars("Duplicate clusters by size (documents in the cluster)", labels,
-                      {"exact": [sizes["exact_dedup"][s] for s in present],
-                       "near": [sizes["near_dedup"][s] for s in present]})
+    chart = svg.hbars(
+        "Duplicate clusters by size (documents in the cluster)",
+        labels,
+        {"exact": [sizes["exact_dedup"][s] for s in present], "near": [sizes["near_dedup"][s] for s in present]},
+    )
     return svg.img(chart, "duplicate cluster sizes")
 
 
@@ -239,12 +288,19 @@ def _samples(samples: dict[str, list[dict]], by_reason: dict[str, int]) -> str:
     """One collapsed block per rule, the most frequent first, each with its first rejects."""
     counts = _rule_counts(by_reason)
     rules = sorted(samples, key=lambda rule: (-counts[rule], rule))
-    blocks = [f"<p>The first {SAMPLES_PER_RULE} rejects of each rule, in the output's order (a document that "
-              "breaks several rules is under each).</p>"]
-    blocks += [f"<details><summary>{escape(rule)} ({counts[rule]:,})</summary>"
-              + _table(["URL", "reason", "detail", "text"],
-                       [[r["url"], r["reason"], _detail(r), _cut(r["text"])] for r in samples[rule]])
-              + "</details>" for rule in rules[:RULES_SHOWN]]
+    blocks = [
+        f"<p>The first {SAMPLES_PER_RULE} rejects of each rule, in the output's order (a document that "
+        "breaks several rules is under each).</p>"
+    ]
+    blocks += [
+        f"<details><summary>{escape(rule)} ({counts[rule]:,})</summary>"
+        + _table(
+            ["URL", "reason", "detail", "text"],
+            [[r["url"], r["reason"], _detail(r), _cut(r["text"])] for r in samples[rule]],
+        )
+        + "</details>"
+        for rule in rules[:RULES_SHOWN]
+    ]
     if len(rules) > RULES_SHOWN:
         blocks.append(f"<p>{len(rules) - RULES_SHOWN} rarer reasons not shown.</p>")
     return "\n".join(blocks) if rules else "<p>No rejects.</p>"
@@ -272,11 +328,17 @@ def _domains(docs: pa.Table, rejects: pa.Table) -> str:
     rows = [_domain_row(d, read[d], kept[d], rules[d]) for d in domains[:DOMAINS_SHOWN]]
     rest = domains[DOMAINS_SHOWN:]
     if rest:  # so that the table's documents add up to the run's
-        rows.append(_domain_row(f"({len(rest):,} other domains)", sum(read[d] for d in rest),
-                                sum(kept[d] for d in rest), sum((rules[d] for d in rest), Counter())))
-    return (f"<p>Documents read (kept and rejected) per registered domain, the {DOMAINS_SHOWN} most read.</p>"
-            + _table(["registered domain", "documents read", "kept", "kept share", "main reject reason"],
-                     rows, {1, 2, 3}))
+        rows.append(
+            _domain_row(
+                f"({len(rest):,} other domains)",
+                sum(read[d] for d in rest),
+                sum(kept[d] for d in rest),
+                sum((rules[d] for d in rest), Counter()),
+            )
+        )
+    return f"<p>Documents read (kept and rejected) per registered domain, the {DOMAINS_SHOWN} most read.</p>" + _table(
+        ["registered domain", "documents read", "kept", "kept share", "main reject reason"], rows, {1, 2, 3}
+    )
 
 
 def _domain_row(domain: str, read: int, kept: int, rules: Counter) -> list:
@@ -304,28 +366,52 @@ def _mixture(manifest: dict) -> str:
     if not mixture or not tokens:
         return "<p>No tokens pass in this run.</p>"
     table = mixture["table"]
-    rows = [[r["source"], r["weight"], r["documents"], r["tokens_available"], r["tokens_drawn"],
-             r["passes"], tokens["tokens_per_source"].get(r["source"], 0)] for r in table]
-    parts = [f"<p>Token budget {mixture['budget_tokens']:,}, seed {mixture['seed']}, "
-             f"warning above {mixture['max_passes']:g} passes.</p>",
-             _table(["source", "weight", "documents", "tokens available", "tokens drawn", "passes",
-                     "tokens in shards"], rows, {1, 2, 3, 4, 5, 6})]
+    rows = [
+        [
+            r["source"],
+            r["weight"],
+            r["documents"],
+            r["tokens_available"],
+            r["tokens_drawn"],
+            r["passes"],
+            tokens["tokens_per_source"].get(r["source"], 0),
+        ]
+        for r in table
+    ]
+    parts = [
+        f"<p>Token budget {mixture['budget_tokens']:,}, seed {mixture['seed']}, "
+        f"warning above {mixture['max_passes']:g} passes.</p>",
+        _table(
+            ["source", "weight", "documents", "tokens available", "tokens drawn", "passes", "tokens in shards"],
+            rows,
+            {1, 2, 3, 4, 5, 6},
+        ),
+    ]
     warnings = mixture["warnings"] + tokens.get("warnings", [])
     parts += [f'<div class="warning">warning: {escape(w)}</div>' for w in warnings]
     names = [r["source"] for r in table]
-    chart = svg.hbars("Tokens per source", names, {
-        "available": [r["tokens_available"] for r in table],
-        "drawn": [r["tokens_drawn"] for r in table],
-        "in shards": [tokens["tokens_per_source"].get(n, 0) for n in names]})
+    chart = svg.hbars(
+        "Tokens per source",
+        names,
+        {
+            "available": [r["tokens_available"] for r in table],
+            "drawn": [r["tokens_drawn"] for r in table],
+            "in shards": [tokens["tokens_per_source"].get(n, 0) for n in names],
+        },
+    )
     shards = tokens["shards"]
-    facts = [["sequence length", f"{tokens['seq_len']} (+1: inputs and shifted targets)"],
-             ["vocabulary", f"{tokens['vocab_size']:,} ids, stored as {tokens['dtype']}"],
-             ["end / pad id", f"{tokens['eos_id']} / {tokens['pad_id'] if tokens['pad_id'] is not None else '-'}"],
-             ["sequences", f"{tokens['sequences']:,} in {len(shards)} shards, shuffled: {tokens['shuffled']}"],
-             ["remainder", f"{tokens['remainder']}: {sum(tokens['dropped_tokens_per_source'].values()):,} tokens "
-                           f"dropped, {tokens['padding_tokens']:,} padding"]]
-    parts += ['<div class="plots">', svg.img(chart, "tokens per source"), _table(["token shards", ""], facts),
-              "</div>"]
+    facts = [
+        ["sequence length", f"{tokens['seq_len']} (+1: inputs and shifted targets)"],
+        ["vocabulary", f"{tokens['vocab_size']:,} ids, stored as {tokens['dtype']}"],
+        ["end / pad id", f"{tokens['eos_id']} / {tokens['pad_id'] if tokens['pad_id'] is not None else '-'}"],
+        ["sequences", f"{tokens['sequences']:,} in {len(shards)} shards, shuffled: {tokens['shuffled']}"],
+        [
+            "remainder",
+            f"{tokens['remainder']}: {sum(tokens['dropped_tokens_per_source'].values()):,} tokens "
+            f"dropped, {tokens['padding_tokens']:,} padding",
+        ],
+    ]
+    parts += ['<div class="plots">', svg.img(chart, "tokens per source"), _table(["token shards", ""], facts), "</div>"]
     return "\n".join(parts)
 
 
@@ -333,7 +419,20 @@ def _times(manifest: dict) -> str:
     stages = manifest["stages"]
     per_doc = [s for s, row in stages.items() if "rows_in" in row and row.get("seconds") is not None]
     passes = [p for p in PASSES if (stages.get(p) or {}).get("seconds") is not None]
-    return (svg.img(svg.hbars("Seconds per stage (per-document stages: summed over workers)", per_doc,
-                              {"seconds": [stages[s]["seconds"] for s in per_doc]}, unit=" s"), "time per stage")
-            + svg.img(svg.hbars("Seconds per pass and step (wall clock)", passes,
-                                {"seconds": [stages[p]["seconds"] for p in passes]}, unit=" s"), "time per pass"))
+    return svg.img(
+        svg.hbars(
+            "Seconds per stage (per-document stages: summed over workers)",
+            per_doc,
+            {"seconds": [stages[s]["seconds"] for s in per_doc]},
+            unit=" s",
+        ),
+        "time per stage",
+    ) + svg.img(
+        svg.hbars(
+            "Seconds per pass and step (wall clock)",
+            passes,
+            {"seconds": [stages[p]["seconds"] for p in passes]},
+            unit=" s",
+        ),
+        "time per pass",
+    )

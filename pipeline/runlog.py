@@ -5,6 +5,7 @@ It is written while the run goes on, in OUT/_work/run.log, and moves into the ne
 that it is replaced (or uploaded) with the rest. A run that fails leaves it in OUT/_work/run.log, with the
 error's traceback, and notes that path on the error (the command line prints it); the next run starts a
 new one there."""
+
 from __future__ import annotations
 
 import logging

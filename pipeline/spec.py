@@ -12,6 +12,7 @@ fingerprint, the manifest's stage rows, the report's funnel and the README's sta
 A config's `stages:` list names the per-document stages in order, built-in ones by name and a user's own
 by import path (stages/user.py has the contract); without it the belt is DEFAULT_STAGES.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,15 +42,26 @@ class StageSpec:
 
 def _extract(config):
     settings = config.extract
-    return Extract(timeout_s=settings.timeout_s, favor=settings.favor, include_tables=settings.include_tables,
-                   include_comments=settings.include_comments, max_html_bytes=int(settings.max_html_mb * 1e6),
-                   method=settings.method, fast=settings.fast)
+    return Extract(
+        timeout_s=settings.timeout_s,
+        favor=settings.favor,
+        include_tables=settings.include_tables,
+        include_comments=settings.include_comments,
+        max_html_bytes=int(settings.max_html_mb * 1e6),
+        method=settings.method,
+        fast=settings.fast,
+    )
 
 
 def _language(config):
     settings = config.language
-    return LanguageId(method=settings.method, languages=tuple(settings.languages), threshold=settings.threshold,
-                      short_text_chars=settings.short_text_chars, model_path=settings.model_path)
+    return LanguageId(
+        method=settings.method,
+        languages=tuple(settings.languages),
+        threshold=settings.threshold,
+        short_text_chars=settings.short_text_chars,
+        model_path=settings.model_path,
+    )
 
 
 def _rules(stage_class, section: str):
@@ -57,6 +69,7 @@ def _rules(stage_class, section: str):
         settings = getattr(config, section)
         rules = {key: value for key, value in vars(settings).items() if key != "enabled"}
         return stage_class(**rules) if settings.enabled else None
+
     return build
 
 
@@ -74,67 +87,118 @@ def scorer(settings, name: str = "classifier", column: str = "quality_score"):
 CLASSIFIER_FILES = ("good_examples", "bad_examples", "model_path")
 
 READ = StageSpec(
-    "read", section="read",
+    "read",
+    section="read",
     summary="warcio over WARC/ARC, plain, gzip or zstd (`.warc.zst`, with or without a dictionary); one row per "
-            "record; HTTP bodies decoded from gzip, deflate, br or zstd; WET `conversion` records (text/plain) are "
-            "documents whose text skips extraction; WAT `metadata` records are not documents; JSONL and Parquet "
-            "sources give their text field",
+    "record; HTTP bodies decoded from gzip, deflate, br or zstd; WET `conversion` records (text/plain) are "
+    "documents whose text skips extraction; WAT `metadata` records are not documents; JSONL and Parquet "
+    "sources give their text field",
     rejects="`read:not_html`, `read:http_status`, `read:too_large`, `read:content_encoding` (unknown, or not valid "
-            "data in its encoding), `read:malformed`")
+    "data in its encoding), `read:malformed`",
+)
 
-DOCUMENT_STAGES = {spec.name: spec for spec in [
-    StageSpec("extract", section="extract", needs=("html", "http_charset"),
-              adds={"text": pa.string(), "charset": pa.string()}, build=_extract,
-              summary="charset (HTTP header, meta tag, detector), then trafilatura (or resiliparse: "
-                      "`extract.method`) with a per-document time limit; a text given by the input is kept",
-              rejects="`extract:too_large`, `extract:empty`, `extract:timeout`, `extract:error`"),
-    StageSpec("language", section="language", needs=("text",), files=("model_path",),
-              adds={"lang": pa.string(), "lang_score": pa.float64()}, build=_language,
-              summary="fastText lid.176 and/or a stop-word detector for short texts",
-              rejects="`language:<code>`, `language:low_score`"),
-    StageSpec("quality", section="quality", needs=("text",), build=_rules(GopherQuality, "quality"),
-              summary="Gopher quality rules; names every rule broken",
-              rejects="`quality:too_short,missing_stop_words,...`"),
-    StageSpec("repetition", section="repetition", needs=("text",), build=_rules(GopherRepetition, "repetition"),
-              summary="Gopher repetition rules (duplicate lines/paragraphs, top and duplicated n-grams)",
-              rejects="`repetition:dup_line_frac,...`"),
-    StageSpec("classifier", section="classifier", needs=("text",), adds={"quality_score": pa.float64()},
-              files=CLASSIFIER_FILES, build=lambda config: scorer(config.classifier),
-              summary="naive Bayes (or a fastText supervised model) score, optional threshold",
-              rejects="`classifier:below_threshold`"),
-]}
+DOCUMENT_STAGES = {
+    spec.name: spec
+    for spec in [
+        StageSpec(
+            "extract",
+            section="extract",
+            needs=("html", "http_charset"),
+            adds={"text": pa.string(), "charset": pa.string()},
+            build=_extract,
+            summary="charset (HTTP header, meta tag, detector), then trafilatura (or resiliparse: "
+            "`extract.method`) with a per-document time limit; a text given by the input is kept",
+            rejects="`extract:too_large`, `extract:empty`, `extract:timeout`, `extract:error`",
+        ),
+        StageSpec(
+            "language",
+            section="language",
+            needs=("text",),
+            files=("model_path",),
+            adds={"lang": pa.string(), "lang_score": pa.float64()},
+            build=_language,
+            summary="fastText lid.176 and/or a stop-word detector for short texts",
+            rejects="`language:<code>`, `language:low_score`",
+        ),
+        StageSpec(
+            "quality",
+            section="quality",
+            needs=("text",),
+            build=_rules(GopherQuality, "quality"),
+            summary="Gopher quality rules; names every rule broken",
+            rejects="`quality:too_short,missing_stop_words,...`",
+        ),
+        StageSpec(
+            "repetition",
+            section="repetition",
+            needs=("text",),
+            build=_rules(GopherRepetition, "repetition"),
+            summary="Gopher repetition rules (duplicate lines/paragraphs, top and duplicated n-grams)",
+            rejects="`repetition:dup_line_frac,...`",
+        ),
+        StageSpec(
+            "classifier",
+            section="classifier",
+            needs=("text",),
+            adds={"quality_score": pa.float64()},
+            files=CLASSIFIER_FILES,
+            build=lambda config: scorer(config.classifier),
+            summary="naive Bayes (or a fastText supervised model) score, optional threshold",
+            rejects="`classifier:below_threshold`",
+        ),
+    ]
+}
 DEFAULT_STAGES = list(DOCUMENT_STAGES)
 
 DEDUP_STAGES = [
-    StageSpec("exact_dedup", section="dedup", needs=("text",),
-              summary="SHA-1 of the normalized text (NFKC, case-folded, every Unicode space or line separator a "
-                      "word break, runs collapsed, zero-width and other format characters removed), partitioned "
-                      "by hash", rejects="`exact_duplicate` (with `dup_of`)"),
-    StageSpec("near_dedup", section="dedup", needs=("text",),
-              summary="one-permutation MinHash on 5-word shingles of the same normalized text, LSH band buckets "
-                      "sharded across workers, candidates verified by exact Jaccard, connected components",
-              rejects="`near_duplicate` (with `dup_of`)"),
+    StageSpec(
+        "exact_dedup",
+        section="dedup",
+        needs=("text",),
+        summary="SHA-1 of the normalized text (NFKC, case-folded, every Unicode space or line separator a "
+        "word break, runs collapsed, zero-width and other format characters removed), partitioned "
+        "by hash",
+        rejects="`exact_duplicate` (with `dup_of`)",
+    ),
+    StageSpec(
+        "near_dedup",
+        section="dedup",
+        needs=("text",),
+        summary="one-permutation MinHash on 5-word shingles of the same normalized text, LSH band buckets "
+        "sharded across workers, candidates verified by exact Jaccard, connected components",
+        rejects="`near_duplicate` (with `dup_of`)",
+    ),
 ]
 
 TOKENS_STEPS = [
-    StageSpec("tokenizer", section="tokenizer",
-              summary="byte-level BPE trained on the curated documents (deterministic), or a given `tokenizer.json` "
-                      "(its truncation and padding ignored, with a warning); every document encoded once per batch "
-                      "on Ray Data (tiktoken where it gives the same ids); a document's text never yields a special "
-                      "token's id"),
-    StageSpec("mixture", section="mixture",
-              summary="tokens per source, the passes each weight implies (`w_i * D / N_i`), whole passes plus a "
-                      "seeded sample; a source may draw only its best documents by a score (`select`)",
-              rejects="nothing: draws are reported in the mixture table"),
-    StageSpec("pack", section="packing",
-              summary="documents joined by the end token into sequences of `seq_len + 1` tokens, one source per "
-                      "sequence, shuffled across shards from the seed"),
+    StageSpec(
+        "tokenizer",
+        section="tokenizer",
+        summary="byte-level BPE trained on the curated documents (deterministic), or a given `tokenizer.json` "
+        "(its truncation and padding ignored, with a warning); every document encoded once per batch "
+        "on Ray Data (tiktoken where it gives the same ids); a document's text never yields a special "
+        "token's id",
+    ),
+    StageSpec(
+        "mixture",
+        section="mixture",
+        summary="tokens per source, the passes each weight implies (`w_i * D / N_i`), whole passes plus a "
+        "seeded sample; a source may draw only its best documents by a score (`select`)",
+        rejects="nothing: draws are reported in the mixture table",
+    ),
+    StageSpec(
+        "pack",
+        section="packing",
+        summary="documents joined by the end token into sequences of `seq_len + 1` tokens, one source per "
+        "sequence, shuffled across shards from the seed",
+    ),
 ]
 
 
 @dataclass
 class Stage:
     """One per-document stage of a run's belt: its spec and the object that runs it (None: turned off)."""
+
     spec: StageSpec
     runner: Any
     entry: dict = field(default_factory=dict)  # the `stages:` entry it came from (user stages: target, arguments)
@@ -163,8 +227,15 @@ def _stage(entry, config) -> Stage:
 
 def scorer_spec(name: str) -> StageSpec:
     """A named scorer's spec: a `{scorer: NAME, kind: ...}` entry adds `score_NAME`."""
-    return StageSpec(name, section=None, needs=("text",), adds={f"score_{name}": pa.float64()},
-                     files=CLASSIFIER_FILES, summary=f"scorer: `score_{name}`", rejects=f"`{name}:below_threshold`")
+    return StageSpec(
+        name,
+        section=None,
+        needs=("text",),
+        adds={f"score_{name}": pa.float64()},
+        files=CLASSIFIER_FILES,
+        summary=f"scorer: `score_{name}`",
+        rejects=f"`{name}:below_threshold`",
+    )
 
 
 def scorer_settings(entry: dict):
@@ -180,8 +251,17 @@ def user_stage(entry: dict, probe: bool = False) -> Stage:
     runner = UserStage.from_entry(entry)
     if probe:
         runner(probe_batch())
-    return Stage(StageSpec(runner.name, section=None, adds=runner.adds, summary=f"user stage `{runner.target}`",
-                           rejects=f"`{runner.name}:<reason>`, `{runner.name}:error`"), runner, entry)
+    return Stage(
+        StageSpec(
+            runner.name,
+            section=None,
+            adds=runner.adds,
+            summary=f"user stage `{runner.target}`",
+            rejects=f"`{runner.name}:<reason>`, `{runner.name}:error`",
+        ),
+        runner,
+        entry,
+    )
 
 
 def probe_batch() -> pa.Table:
@@ -190,8 +270,13 @@ def probe_batch() -> pa.Table:
 
     texts = ["A probe document of crawlbelt: is the stage ready?", "Another one, with a second line.\nThe end."]
     rows = {name: [None, None] for name in DOCUMENT_SCHEMA.names}
-    rows.update(order=[0, 1], id=["probe-0", "probe-1"], url=["https://example.com/a", "https://example.com/b"],
-                source=["probe", "probe"], text=texts)
+    rows.update(
+        order=[0, 1],
+        id=["probe-0", "probe-1"],
+        url=["https://example.com/a", "https://example.com/b"],
+        source=["probe", "probe"],
+        text=texts,
+    )
     return pa.Table.from_pydict(rows, schema=DOCUMENT_SCHEMA)
 
 
@@ -226,8 +311,9 @@ def readme_table() -> str:
     """The README's table of the default belt's stages (tests/test_spec.py checks the README holds it)."""
     rows = [READ, *DOCUMENT_STAGES.values(), *DEDUP_STAGES, *TOKENS_STEPS]
     lines = ["| # | stage | what it does | rejects as |", "|---|---|---|---|"]
-    lines += [f"| {i} | {spec.name.replace('_', ' ')} | {spec.summary} | {spec.rejects} |"
-              for i, spec in enumerate(rows, 1)]
+    lines += [
+        f"| {i} | {spec.name.replace('_', ' ')} | {spec.summary} | {spec.rejects} |" for i, spec in enumerate(rows, 1)
+    ]
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ An s3:// output is written in a local staging folder first and uploaded only aft
 succeeded, manifest.json last: S3 has no rename, so the manifest is the commit mark, and a reader that
 finds it finds the complete output.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -46,7 +47,7 @@ def s3_filesystem(settings) -> pafs.S3FileSystem:
 
 
 def _key(uri: str) -> str:
-    return uri[len("s3://"):].rstrip("/")
+    return uri[len("s3://") :].rstrip("/")
 
 
 def expand_s3(pattern: str, settings) -> list[str]:
@@ -62,8 +63,11 @@ def expand_s3(pattern: str, settings) -> list[str]:
         infos = fs.get_file_info(pafs.FileSelector(folder))
     except (FileNotFoundError, OSError):
         return []
-    return sorted(f"s3://{i.path}" for i in infos
-                  if i.type == pafs.FileType.File and fnmatch.fnmatchcase(posixpath.basename(i.path), name))
+    return sorted(
+        f"s3://{i.path}"
+        for i in infos
+        if i.type == pafs.FileType.File and fnmatch.fnmatchcase(posixpath.basename(i.path), name)
+    )
 
 
 def open_input(path: str, settings):
@@ -190,5 +194,6 @@ def commit_output(staging: Path, uri: str, settings) -> None:
     for name in OUTPUT_NAMES[:-1]:
         if (staging / name).exists():
             pafs.copy_files(str(staging / name), f"{key}/{name}", source_filesystem=local, destination_filesystem=fs)
-    pafs.copy_files(str(staging / "manifest.json"), f"{key}/manifest.json", source_filesystem=local,
-                    destination_filesystem=fs)
+    pafs.copy_files(
+        str(staging / "manifest.json"), f"{key}/manifest.json", source_filesystem=local, destination_filesystem=fs
+    )

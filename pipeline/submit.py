@@ -6,6 +6,7 @@ the ones Ray shows (`ray job status ID`, `ray job logs ID`, the dashboard). The 
 crawlbelt installed (docker/Dockerfile): the working directory is the driver's, and the job's tasks run the
 crawlbelt of their node (pipeline.engine.start_ray; docs/design.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,10 @@ def check_config(config_path: str, overrides: list[str], output: str | None) -> 
     target = output or config.output
     # A relative output would land in the job's temporary working directory and vanish with it.
     if "://" not in target and not os.path.isabs(target):
-        raise ConfigError(f"output {target!r}: a submitted job needs an absolute path on storage every node "
-                          "sees, or an s3:// URI (set it in the config or with --output)")
+        raise ConfigError(
+            f"output {target!r}: a submitted job needs an absolute path on storage every node "
+            "sees, or an s3:// URI (set it in the config or with --output)"
+        )
     return config
 
 
@@ -55,12 +58,24 @@ def submit_command(args) -> int:
             return 2
         env_vars[name] = os.environ[name]
     if not reachable(args.address):
-        print(f"submit: no Ray cluster answers at --address {args.address} (give the head's dashboard, "
-              "e.g. http://HEAD:8265)", file=sys.stderr)
+        print(
+            f"submit: no Ray cluster answers at --address {args.address} (give the head's dashboard, "
+            "e.g. http://HEAD:8265)",
+            file=sys.stderr,
+        )
         return 2
     submission_id = args.submission_id or f"crawlbelt-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-    command = [ray_executable(), "job", "submit", "--address", args.address, "--submission-id", submission_id,
-               "--working-dir", str(working_dir)]
+    command = [
+        ray_executable(),
+        "job",
+        "submit",
+        "--address",
+        args.address,
+        "--submission-id",
+        submission_id,
+        "--working-dir",
+        str(working_dir),
+    ]
     if env_vars:
         command += ["--runtime-env-json", json.dumps({"env_vars": env_vars})]
     if not args.wait:

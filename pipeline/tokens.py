@@ -12,6 +12,7 @@ Parquet source's files (sorted) in config order. The tokenizer, the draws, the s
 shuffled positions are all decided from that order and the seed on the driver, and each shard is put
 together from pieces sorted by position, so the shard bytes do not depend on workers or blocks.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,9 @@ from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
 
 log = logging.getLogger("crawlbelt")
-SHARD_SCHEMA = pa.schema([("shard", pa.int64()), ("sequences", pa.int64()), ("counts", pa.string()),
-                          ("write_error", pa.string())])
+SHARD_SCHEMA = pa.schema(
+    [("shard", pa.int64()), ("sequences", pa.int64()), ("counts", pa.string()), ("write_error", pa.string())]
+)
 
 
 @dataclass
@@ -61,8 +63,11 @@ def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> li
     result, first = [], 0
     for path, source in found:
         metadata = parquet_file(path, config.storage).metadata
-        stored = sum(metadata.row_group(i).column(j).total_compressed_size
-                     for i in range(metadata.num_row_groups) for j in range(metadata.num_columns))
+        stored = sum(
+            metadata.row_group(i).column(j).total_compressed_size
+            for i in range(metadata.num_row_groups)
+            for j in range(metadata.num_columns)
+        )
         result.append(CuratedFile(path, source, first, metadata.num_rows, stored))
         first += metadata.num_rows
     return result
@@ -122,11 +127,13 @@ class EncodeFiles:
                 lengths, values = encode(batch.column(0).to_pylist())
                 offsets = np.zeros(len(lengths) + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
-                yield pa.table({
-                    "doc_index": pa.array(np.arange(doc, doc + len(lengths), dtype=np.int64)),
-                    "n_tokens": pa.array(lengths),
-                    "tokens": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)),
-                })
+                yield pa.table(
+                    {
+                        "doc_index": pa.array(np.arange(doc, doc + len(lengths), dtype=np.int64)),
+                        "n_tokens": pa.array(lengths),
+                        "tokens": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)),
+                    }
+                )
                 doc += len(lengths)
 
 
@@ -157,7 +164,7 @@ class PackFile:
             rows_of = by_doc[np.searchsorted(doc_index, occurrences[:, 0], sorter=by_doc)]
             positions, starts, sources, pieces = [], [], [], []
             for row, (_, source_id, start) in zip(rows_of, occurrences):
-                document = np.concatenate([values[offsets[row]:offsets[row + 1]], self.eos])
+                document = np.concatenate([values[offsets[row] : offsets[row + 1]], self.eos])
                 for k, offset, piece in cut(document, int(start), self.seq_tokens, int(self.sequences[source_id])):
                     positions.append(position_of[self.bases[source_id] + k])
                     starts.append(offset)
@@ -167,46 +174,68 @@ class PackFile:
             piece_offsets = np.zeros(len(pieces) + 1, np.int64)
             np.cumsum(lengths, out=piece_offsets[1:])
             positions = np.array(positions, np.int64)
-            yield pa.table({
-                "shard": pa.array(positions // self.per_shard),
-                "position": pa.array(positions),
-                "offset": pa.array(np.array(starts, np.int64)),
-                "source_id": pa.array(np.array(sources, np.int64)),
-                "tokens": pa.LargeListArray.from_arrays(
-                    pa.array(piece_offsets), pa.array(np.concatenate(pieces) if pieces else self.eos[:0])),
-            })
+            yield pa.table(
+                {
+                    "shard": pa.array(positions // self.per_shard),
+                    "position": pa.array(positions),
+                    "offset": pa.array(np.array(starts, np.int64)),
+                    "source_id": pa.array(np.array(sources, np.int64)),
+                    "tokens": pa.LargeListArray.from_arrays(
+                        pa.array(piece_offsets), pa.array(np.concatenate(pieces) if pieces else self.eos[:0])
+                    ),
+                }
+            )
 
 
-def write_shard(pieces: pa.Table, *, out: str, names: list[str], seq_tokens: int, fill: int, per_shard: int,
-                total: int) -> pa.Table:
+def write_shard(
+    pieces: pa.Table, *, out: str, names: list[str], seq_tokens: int, fill: int, per_shard: int, total: int
+) -> pa.Table:
     """Per group: all pieces of one shard in; its sequences put together, written, counted."""
     pieces = pieces.sort_by([("position", "ascending"), ("offset", "ascending")])
     shard = pieces["shard"][0].as_py()
     positions = pieces["position"].to_numpy()
     tokens = pieces["tokens"].combine_chunks()
     firsts, matrix, lengths = assemble(
-        positions, pieces["offset"].to_numpy(), pc.list_value_length(tokens).to_numpy(),
-        tokens.flatten().to_numpy(), seq_tokens, fill)
+        positions,
+        pieces["offset"].to_numpy(),
+        pc.list_value_length(tokens).to_numpy(),
+        tokens.flatten().to_numpy(),
+        seq_tokens,
+        fill,
+    )
     expected = np.arange(shard * per_shard, min((shard + 1) * per_shard, total))
     if not np.array_equal(positions[firsts], expected):
         raise RuntimeError(f"token shard {shard}: sequences missing or doubled")
     sources = pieces["source_id"].to_numpy()[firsts]
     try:
-        write_table(pa.table({
-            "tokens": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), seq_tokens),
-            "source": pa.array([names[s] for s in sources], pa.string()),
-            "length": pa.array(lengths, pa.int32()),
-        }), Path(out) / "tokens" / part_name(shard))
+        write_table(
+            pa.table(
+                {
+                    "tokens": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), seq_tokens),
+                    "source": pa.array([names[s] for s in sources], pa.string()),
+                    "length": pa.array(lengths, pa.int32()),
+                }
+            ),
+            Path(out) / "tokens" / part_name(shard),
+        )
     except OSError as error:
         # Returned, not raised: the engine (Ray Data) would log a task's exception with its traceback (about 150 lines
         # for a full disk) before the driver could say it in one line (raise_write_error).
         failed = json.dumps([error.errno, error.strerror or str(error), str(Path(out) / "tokens")])
         return pa.table({"shard": [shard], "sequences": [0], "counts": ["{}"], "write_error": [failed]})
     per_source = np.bincount(sources, weights=lengths, minlength=len(names)).astype(np.int64)
-    counts = {"tokens": {names[i]: int(n) for i, n in enumerate(per_source) if n},
-              "padding": int((seq_tokens - lengths).sum())}
-    return pa.table({"shard": [shard], "sequences": [len(firsts)], "counts": [json.dumps(counts)],
-                     "write_error": pa.array([None], pa.string())})
+    counts = {
+        "tokens": {names[i]: int(n) for i, n in enumerate(per_source) if n},
+        "padding": int((seq_tokens - lengths).sum()),
+    }
+    return pa.table(
+        {
+            "shard": [shard],
+            "sequences": [len(firsts)],
+            "counts": [json.dumps(counts)],
+            "write_error": pa.array([None], pa.string()),
+        }
+    )
 
 
 def raise_write_error(shard_counts: pa.Table) -> None:
@@ -227,46 +256,73 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Tokenizer: trained on every curated document in the fixed order (deterministic), or the given one.
     with _timed(seconds, "tokenizer"):
         tokenizer = _tokenizer(config, curated, out / "tokens", pad)
-    log.info("tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
-             "given" if config.tokenizer.path else "trained byte-level BPE", tokenizer.vocab_size,
-             tokenizer.dtype.name, tokenizer.engine, seconds["tokenizer"])
+    log.info(
+        "tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
+        "given" if config.tokenizer.path else "trained byte-level BPE",
+        tokenizer.vocab_size,
+        tokenizer.dtype.name,
+        tokenizer.engine,
+        seconds["tokenizer"],
+    )
     if tokenizer.cleared:
-        _warn(warnings, f"tokenizer: the {' and '.join(tokenizer.cleared)} settings of {config.tokenizer.path} are "
-                        "ignored: each document is encoded whole, and packing places the pads (packing.remainder)")
+        _warn(
+            warnings,
+            f"tokenizer: the {' and '.join(tokenizer.cleared)} settings of {config.tokenizer.path} are "
+            "ignored: each document is encoded whole, and packing places the pads (packing.remainder)",
+        )
 
     # Encode: every curated document once; the tokens wait in _work/encoded for packing.
     with _timed(seconds, "encode"):
         documents = sum(f.documents for f in curated)
-        n_tokens, file_of, encoded_files = _encode(curated, tokenizer.json, config.tokenizer, out / "_work", documents,
-                                                   config.resources.encode, config.storage)
+        n_tokens, file_of, encoded_files = _encode(
+            curated, tokenizer.json, config.tokenizer, out / "_work", documents, config.resources.encode, config.storage
+        )
     log.info("encode: %d documents, %d tokens, %.1f s", documents, int(n_tokens.sum()), seconds["encode"])
 
     # Mixture: each source's documents (with their end token), its passes, the documents drawn.
     with _timed(seconds, "mixture"):
         mixture = _mixture(config, curated, n_tokens, seq_tokens, pad)
     for d in mixture.draws:
-        log.info("mixture: %s (weight %g): %s passes, %d tokens drawn of %d", d.name, d.weight,
-                 "-" if d.passes is None else f"{d.passes:.2f}", d.tokens_drawn, d.tokens_available)
+        log.info(
+            "mixture: %s (weight %g): %s passes, %d tokens drawn of %d",
+            d.name,
+            d.weight,
+            "-" if d.passes is None else f"{d.passes:.2f}",
+            d.tokens_drawn,
+            d.tokens_available,
+        )
 
     # Pack: sequences numbered source by source, shuffled to their written positions, written by shard.
     with _timed(seconds, "pack"):
         total, shard_counts = _pack(config, out, mixture, tokenizer, file_of, encoded_files, seq_tokens, pad)
         shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
     tokens_written, padding = _written(shard_counts, names)
-    shard_rows = [{"path": f"tokens/{part_name(s)}", "sequences": n}
-                  for s, n in zip(shard_counts["shard"].to_pylist(), shard_counts["sequences"].to_pylist())]
+    shard_rows = [
+        {"path": f"tokens/{part_name(s)}", "sequences": n}
+        for s, n in zip(shard_counts["shard"].to_pylist(), shard_counts["sequences"].to_pylist())
+    ]
     dropped = {name: lay.dropped for name, lay in zip(names, mixture.layouts)}
-    log.info("pack: %d sequences of %d tokens in %d shards, %d tokens dropped, %d padded, %.1f s", total,
-             seq_tokens, len(shard_rows), sum(dropped.values()), padding, seconds["pack"])
+    log.info(
+        "pack: %d sequences of %d tokens in %d shards, %d tokens dropped, %d padded, %.1f s",
+        total,
+        seq_tokens,
+        len(shard_rows),
+        sum(dropped.values()),
+        padding,
+        seconds["pack"],
+    )
     if not total:
         drawn = sum(d.tokens_drawn for d in mixture.draws)
-        _warn(warnings, f"pack: no sequence written: {drawn} tokens drawn, fewer than one sequence of {seq_tokens} "
-                        f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad"
-                                                    if drawn else ""))
+        _warn(
+            warnings,
+            f"pack: no sequence written: {drawn} tokens drawn, fewer than one sequence of {seq_tokens} "
+            f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad" if drawn else ""),
+        )
     checks = {
         "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
-        "tokens in shards == tokens drawn - dropped":
-            all(tokens_written[n] == d.tokens_drawn - dropped[n] for n, d in zip(names, mixture.draws)),
+        "tokens in shards == tokens drawn - dropped": all(
+            tokens_written[n] == d.tokens_drawn - dropped[n] for n, d in zip(names, mixture.draws)
+        ),
     }
     return {
         "mixture": {
@@ -321,10 +377,11 @@ def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad
     encoder = DocumentEncoder(tokenizer_json, config.tokenizer.engine)
     vocab_size = encoder.plain.get_vocab_size()
     eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
-    pad_id = (encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None)
+    pad_id = encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None
     pad_id = eos_id if pad and pad_id is None else pad_id
-    return Tokenizer(tokenizer_json, encoder.engine, encoder.cleared, vocab_size, token_dtype(vocab_size), eos_id,
-                     pad_id)
+    return Tokenizer(
+        tokenizer_json, encoder.engine, encoder.cleared, vocab_size, token_dtype(vocab_size), eos_id, pad_id
+    )
 
 
 @dataclass
@@ -340,12 +397,15 @@ def _mixture(config: Config, curated: list[CuratedFile], n_tokens: np.ndarray, s
     names = [s.name for s in config.sources]
     doc_source = np.zeros(len(n_tokens), np.int64)
     for f in curated:
-        doc_source[f.first_doc:f.first_doc + f.documents] = names.index(f.source)
+        doc_source[f.first_doc : f.first_doc + f.documents] = names.index(f.source)
     packed_len = np.where(n_tokens > 0, n_tokens + 1, 0)
     members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
     members = [select_documents(source, m, curated, config.storage) for source, m in zip(config.sources, members)]
-    budget, draws = plan_mixture([(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
-                                 config.mixture.budget_tokens, config.mixture.seed)
+    budget, draws = plan_mixture(
+        [(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
+        config.mixture.budget_tokens,
+        config.mixture.seed,
+    )
     warnings = repetition_warnings(draws, config.mixture.max_passes)
     for line in warnings:
         log.warning("mixture: %s", line)
@@ -354,8 +414,16 @@ def _mixture(config: Config, curated: list[CuratedFile], n_tokens: np.ndarray, s
     return Mixture(budget, draws, warnings, occurrences, layouts)
 
 
-def _pack(config: Config, out: Path, mixture: Mixture, tokenizer: Tokenizer, file_of: np.ndarray,
-          encoded_files: list[str], seq_tokens: int, pad: bool) -> tuple[int, pa.Table]:
+def _pack(
+    config: Config,
+    out: Path,
+    mixture: Mixture,
+    tokenizer: Tokenizer,
+    file_of: np.ndarray,
+    encoded_files: list[str],
+    seq_tokens: int,
+    pad: bool,
+) -> tuple[int, pa.Table]:
     """The drawn documents cut into sequences, shuffled and written as shards; the number of sequences and
     each shard's counts (SHARD_SCHEMA)."""
     sequences = np.array([lay.sequences for lay in mixture.layouts], np.int64)
@@ -363,19 +431,31 @@ def _pack(config: Config, out: Path, mixture: Mixture, tokenizer: Tokenizer, fil
     total = int(sequences.sum())
     if not total:
         return total, SHARD_SCHEMA.empty_table()
-    written_order = (np.random.default_rng([config.mixture.seed, 1]).permutation(total)
-                     if config.packing.shuffle else np.arange(total))
+    written_order = (
+        np.random.default_rng([config.mixture.seed, 1]).permutation(total)
+        if config.packing.shuffle
+        else np.arange(total)
+    )
     position_of = np.empty(total, np.int64)
     position_of[written_order] = np.arange(total)
     per_shard = config.packing.sequences_per_shard
     jobs = _pack_jobs(mixture.occurrences, mixture.layouts, file_of, encoded_files)
-    pack = PackFile(engine.Shared(position_of), bases, sequences, seq_tokens, per_shard, tokenizer.eos_id,
-                    tokenizer.dtype)
-    write = partial(write_shard, out=str(out), names=[s.name for s in config.sources], seq_tokens=seq_tokens,
-                    fill=tokenizer.pad_id if pad else tokenizer.eos_id, per_shard=per_shard, total=total)
+    pack = PackFile(
+        engine.Shared(position_of), bases, sequences, seq_tokens, per_shard, tokenizer.eos_id, tokenizer.dtype
+    )
+    write = partial(
+        write_shard,
+        out=str(out),
+        names=[s.name for s in config.sources],
+        seq_tokens=seq_tokens,
+        fill=tokenizer.pad_id if pad else tokenizer.eos_id,
+        per_shard=per_shard,
+        total=total,
+    )
     shards = -(-total // per_shard)
-    shard_counts = engine.group_to_table(jobs, "shard", min(shards, 16), write, SHARD_SCHEMA,
-                                         before=pack).sort_by("shard")
+    shard_counts = engine.group_to_table(jobs, "shard", min(shards, 16), write, SHARD_SCHEMA, before=pack).sort_by(
+        "shard"
+    )
     raise_write_error(shard_counts)
     return total, shard_counts
 
@@ -399,16 +479,18 @@ def select_documents(source, members: np.ndarray, curated: list[CuratedFile], st
     select = source.select
     if select is None:
         return members
-    scores = np.concatenate([_scores(f, select.score, storage) for f in curated if f.source == source.name]
-                            or [np.empty(0)])
+    scores = np.concatenate(
+        [_scores(f, select.score, storage) for f in curated if f.source == source.name] or [np.empty(0)]
+    )
     keep = ~np.isnan(scores)
     if select.min_score is not None:
         keep &= scores >= select.min_score
     if select.top_fraction is not None:
-        best = np.argsort(-np.where(keep, scores, -np.inf), kind="stable")[:math.ceil(select.top_fraction * len(scores))]
+        best = np.argsort(-np.where(keep, scores, -np.inf), kind="stable")[
+            : math.ceil(select.top_fraction * len(scores))
+        ]
         keep &= np.isin(np.arange(len(scores)), best)
-    log.info("mixture: %s: %d of %d documents selected by %s", source.name, int(keep.sum()), len(scores),
-             select.score)
+    log.info("mixture: %s: %d of %d documents selected by %s", source.name, int(keep.sum()), len(scores), select.score)
     return members[keep]
 
 
@@ -431,8 +513,13 @@ def _encode(curated, tokenizer_json, tokenizer, work, documents, resources, stor
     if not documents:
         return n_tokens, file_of, []
     rows = [{"path": f.path, "first_doc": f.first_doc} for f in curated if f.documents]
-    engine.map_to_parquet(rows, EncodeFiles(tokenizer_json, tokenizer.engine, tokenizer.batch_size, storage),
-                          work / "encoded", tasks=_tasks_for(curated), resources=resources)
+    engine.map_to_parquet(
+        rows,
+        EncodeFiles(tokenizer_json, tokenizer.engine, tokenizer.batch_size, storage),
+        work / "encoded",
+        tasks=_tasks_for(curated),
+        resources=resources,
+    )
     encoded_files = sorted(str(p) for p in (work / "encoded").glob("*.parquet"))
     seen = 0
     for i, path in enumerate(encoded_files):
@@ -456,14 +543,15 @@ def _tasks_for(curated: list[CuratedFile], task_bytes: int = 64 << 20) -> int:
 
 def _pack_jobs(occurrences, layouts, file_of, encoded_files) -> list[dict]:
     """One job per encoded file: the occurrences (doc_index, source_id, stream start) of its documents."""
-    table = np.concatenate([np.stack([o, np.full(len(o), i), lay.starts], axis=1)
-                            for i, (o, lay) in enumerate(zip(occurrences, layouts))]).astype(np.int64)
+    table = np.concatenate(
+        [np.stack([o, np.full(len(o), i), lay.starts], axis=1) for i, (o, lay) in enumerate(zip(occurrences, layouts))]
+    ).astype(np.int64)
     by_file = np.argsort(file_of[table[:, 0]], kind="stable")
     table = table[by_file]
     files = file_of[table[:, 0]]
     jobs = []
     for i, path in enumerate(encoded_files):
-        rows = table[np.searchsorted(files, i, "left"):np.searchsorted(files, i, "right")]
+        rows = table[np.searchsorted(files, i, "left") : np.searchsorted(files, i, "right")]
         if len(rows):
             jobs.append({"path": path, "occurrences": rows.tobytes()})
     return jobs

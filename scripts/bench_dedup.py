@@ -12,6 +12,7 @@ project's fixture articles plus a long tail of rare words; 20% of the documents 
 earlier ones, with a span of words replaced so that the true 5-shingle Jaccard similarity spreads from 1.0
 (whole copies) down to 0.5. True similarities are computed exactly from the word lists.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,13 +68,13 @@ def corpus(n_docs: int, seed: int = 7):
     starts = rng.integers(0, WORDS_PER_DOC - spans + 1)
     words[copies] = words[originals]
     for doc, start, span in zip(copies, starts, spans):
-        words[doc, start:start + span] = rng.choice(vocab_size, span, p=p)
+        words[doc, start : start + span] = rng.choice(vocab_size, span, p=p)
     copy_of[np.isin(copy_of, copies)] = -1  # keep clusters simple: no copy of a copy
     return words, copy_of
 
 
 def shingles(row: np.ndarray) -> set:
-    return set(zip(*(row[k:len(row) - SHINGLE + 1 + k] for k in range(SHINGLE))))
+    return set(zip(*(row[k : len(row) - SHINGLE + 1 + k] for k in range(SHINGLE))))
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -85,11 +86,17 @@ def write_corpus(words: np.ndarray, vocab: np.ndarray, folder: Path, chunk: int 
     """The corpus as the filter pass leaves it: one Parquet file per `chunk` documents (a dedup task each)."""
     folder.mkdir()
     for start in range(0, len(words), chunk):
-        block = words[start:start + chunk]
+        block = words[start : start + chunk]
         texts = [" ".join(vocab[row]) for row in block]
         orders = np.arange(start, start + len(block), dtype=np.int64)
-        table = pa.table({"order": orders, "id": [f"doc-{i}" for i in orders], "text": texts,
-                          "stage": pa.nulls(len(orders), pa.string())})  # all alive, as the filter pass marks them
+        table = pa.table(
+            {
+                "order": orders,
+                "id": [f"doc-{i}" for i in orders],
+                "text": texts,
+                "stage": pa.nulls(len(orders), pa.string()),
+            }
+        )  # all alive, as the filter pass marks them
         pq.write_table(table, folder / f"file-{start // chunk:06d}.parquet", row_group_size=10_000)
 
 
@@ -135,6 +142,7 @@ def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
 
     work = ROOT / "out" / f"bench-dedup-{n_docs}"
     import shutil
+
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     rng = np.random.default_rng(1)
@@ -164,12 +172,18 @@ def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
     found = sum(1 for c in high if flagged.get(c) == copy_of[c])
     pair_j = [truth[o] if copy_of[o] == s else jaccard(words[o], words[s]) for o, s in flagged.items()]
     return {
-        "docs": n_docs, "shards": shards, "object_store_mb": object_store_mb,
-        "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "peak_pss_gb": round(peak_gb, 2),
+        "docs": n_docs,
+        "shards": shards,
+        "object_store_mb": object_store_mb,
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+        "peak_pss_gb": round(peak_gb, 2),
         "stage_seconds": {k: round(v, 1) for k, v in seconds.items()},
-        "planted_pairs": len(truth), "pairs_j_ge_0.8": len(high),
+        "planted_pairs": len(truth),
+        "pairs_j_ge_0.8": len(high),
         "recall_j_ge_0.8": round(found / max(1, len(high)), 4),
-        "flagged": len(flagged), "precision_j_ge_0.7": round(float(np.mean(np.array(pair_j) >= 0.7)), 4),
+        "flagged": len(flagged),
+        "precision_j_ge_0.7": round(float(np.mean(np.array(pair_j) >= 0.7)), 4),
         "corpus_seconds": round(generate_seconds, 1),
     }
 
@@ -205,7 +219,7 @@ def signatures_benchmark(n_docs: int = 2000, words_per_doc: int = 2000) -> dict:
 
     def shingle_strings(text):
         w = text.lower().split()
-        return [" ".join(w[i:i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)]
+        return [" ".join(w[i : i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)]
 
     results = {}
     hasher = MinHasher(128)
@@ -237,7 +251,7 @@ def signatures_benchmark(n_docs: int = 2000, words_per_doc: int = 2000) -> dict:
         b = a.copy()
         span = rng.integers(0, 120)
         start = rng.integers(0, 300 - span + 1)
-        b[start:start + span] = rng.choice(len(vocab), span, p=p)
+        b[start : start + span] = rng.choice(len(vocab), span, p=p)
         pairs.append((" ".join(vocab[a]), " ".join(vocab[b]), jaccard(a, b)))
     ours = MinHasher(128).signatures([x for pair in pairs for x in pair[:2]])
     errors = {"crawlbelt": [], "datasketch": [], "rensa": []}
@@ -274,8 +288,9 @@ def realhtml_benchmark() -> dict:
         sys.exit(f"realhtml: {truth} is missing")
     texts = [json.loads(line).get("main_text") for line in truth.open(encoding="utf-8")]
     texts = [t for t in texts if t]
-    table = pa.table({"order": np.arange(len(texts), dtype=np.int64), "id": [f"page-{i}" for i in range(len(texts))],
-                      "text": texts})
+    table = pa.table(
+        {"order": np.arange(len(texts), dtype=np.int64), "id": [f"page-{i}" for i in range(len(texts))], "text": texts}
+    )
     config = load_config(str(ROOT / "configs" / "local.yaml")).dedup
     hasher = MinHasher(config.num_perm, config.shingle_words, config.seed)
     dedup._hash_batch(table.slice(0, 8), exact=True, hasher=hasher)  # compile the kernels outside the timing
@@ -286,6 +301,7 @@ def realhtml_benchmark() -> dict:
 
     work = ROOT / "out" / "bench-dedup-realhtml"
     import shutil
+
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     start_ray(RayConfig(num_cpus=1, object_store_mb=512))
@@ -296,15 +312,20 @@ def realhtml_benchmark() -> dict:
     stages = verdicts["stage"].to_pylist()
     wide_spaces = {chr(c) for first, last in WHITE_SPACE for c in range(first, last + 1)} - set(" \t\n\v\f\r\xa0")
     formats = {chr(c) for first, last in FORMAT for c in range(first, last + 1)}
-    return {"texts": len(texts), "characters": sum(map(len, texts)), "hashing_cpu_seconds": round(hashing, 3),
-            "texts_per_cpu_second": round(len(texts) / hashing),
-            # texts that today's normalization reads differently from the older lowercase-and-ASCII-spaces one
-            "texts_not_nfkc": sum(not unicodedata.is_normalized("NFKC", t) for t in texts),
-            "texts_with_other_unicode_spaces": sum(not wide_spaces.isdisjoint(t) for t in texts),
-            "texts_with_format_characters": sum(not formats.isdisjoint(t) for t in texts),
-            "texts_casefold_not_lower": sum(t.casefold() != t.lower() for t in texts),
-            "exact_duplicates": stages.count("exact_dedup"), "near_duplicates": stages.count("near_dedup"),
-            "duplicates": sorted(zip(verdicts["order"].to_pylist(), verdicts["dup_of"].to_pylist(), stages))}
+    return {
+        "texts": len(texts),
+        "characters": sum(map(len, texts)),
+        "hashing_cpu_seconds": round(hashing, 3),
+        "texts_per_cpu_second": round(len(texts) / hashing),
+        # texts that today's normalization reads differently from the older lowercase-and-ASCII-spaces one
+        "texts_not_nfkc": sum(not unicodedata.is_normalized("NFKC", t) for t in texts),
+        "texts_with_other_unicode_spaces": sum(not wide_spaces.isdisjoint(t) for t in texts),
+        "texts_with_format_characters": sum(not formats.isdisjoint(t) for t in texts),
+        "texts_casefold_not_lower": sum(t.casefold() != t.lower() for t in texts),
+        "exact_duplicates": stages.count("exact_dedup"),
+        "near_duplicates": stages.count("near_dedup"),
+        "duplicates": sorted(zip(verdicts["order"].to_pylist(), verdicts["dup_of"].to_pylist(), stages)),
+    }
 
 
 def main():
@@ -323,8 +344,20 @@ def main():
     else:
         print(json.dumps(signatures_benchmark(), indent=2), flush=True)
         for n in (250_000, 500_000, 1_000_000):  # a fresh process each, so peak memory is per scale point
-            subprocess.run([sys.executable, __file__, "corpus", "--docs", str(n), "--shards", str(args.shards),
-                            "--object-store-mb", str(args.object_store_mb)], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "corpus",
+                    "--docs",
+                    str(n),
+                    "--shards",
+                    str(args.shards),
+                    "--object-store-mb",
+                    str(args.object_store_mb),
+                ],
+                check=True,
+            )
 
 
 if __name__ == "__main__":

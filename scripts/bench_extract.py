@@ -32,6 +32,7 @@ decoding are outside it. One process, one thread: one core.
 
 Exit status 2 when ../shared/realhtml is missing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,19 +96,25 @@ def load_pages(root: Path, limit: int | None) -> list[dict]:
                 html = None
                 if row["stage"] is None and row["html"] and len(row["html"]) <= max_bytes:
                     html, _ = decode_html(row["html"], row["http_charset"])
-                pages.append(dict(
-                    id=row["id"], dataset=record["dataset"], html=html,
-                    expected=tokens(record["main_text"]) if record.get("main_text") else None,
-                    with_=record.get("with") or [], without=record.get("without") or [],
-                ))
+                pages.append(
+                    dict(
+                        id=row["id"],
+                        dataset=record["dataset"],
+                        html=html,
+                        expected=tokens(record["main_text"]) if record.get("main_text") else None,
+                        with_=record.get("with") or [],
+                        without=record.get("without") or [],
+                    )
+                )
     return pages
 
 
 def make_stage(method: str) -> Extract:
     name, _, option = method.partition(":")
     if name not in METHODS or option not in ("", "fast"):
-        raise SystemExit(f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}, "
-                         "optionally with :fast")
+        raise SystemExit(
+            f"--methods: unknown method {method!r}; expected one of {', '.join(METHODS)}, optionally with :fast"
+        )
     return Extract(method=name, fast=option == "fast")
 
 
@@ -133,9 +140,16 @@ def run(method: str, pages: list[dict]) -> dict:
             snippet_right += right
             snippet_all += count
     extracted = sum(page["html"] is not None for page in pages)
-    return dict(method=method, cpu_s=cpu, pages=extracted, pages_per_cpu_s=extracted / cpu if cpu else None,
-                scores=scores, snippet_accuracy=snippet_right / snippet_all if snippet_all else None,
-                snippets=snippet_all, reasons={str(k): v for k, v in reasons.items()})
+    return dict(
+        method=method,
+        cpu_s=cpu,
+        pages=extracted,
+        pages_per_cpu_s=extracted / cpu if cpu else None,
+        scores=scores,
+        snippet_accuracy=snippet_right / snippet_all if snippet_all else None,
+        snippets=snippet_all,
+        reasons={str(k): v for k, v in reasons.items()},
+    )
 
 
 def mean(values):
@@ -144,23 +158,34 @@ def mean(values):
 
 def report(results: list[dict]) -> str:
     datasets = sorted({d for r in results for d in r["scores"]})
-    lines = ["| method | pages/CPU-s | precision | recall | F1 | snippet accuracy | empty | timeout/error |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| method | pages/CPU-s | precision | recall | F1 | snippet accuracy | empty | timeout/error |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
         every = [s for d in datasets for s in r["scores"].get(d, [])]
         accuracy = "-" if r["snippet_accuracy"] is None else f"{r['snippet_accuracy']:.3f}"
-        lines.append(f"| {r['method']} | {r['pages_per_cpu_s']:.0f} | {mean([s[0] for s in every]):.3f} | "
-                     f"{mean([s[1] for s in every]):.3f} | {mean([s[2] for s in every]):.3f} | {accuracy} | "
-                     f"{r['reasons'].get('extract:empty', 0)} | "
-                     f"{r['reasons'].get('extract:timeout', 0)}/{r['reasons'].get('extract:error', 0)} |")
+        lines.append(
+            f"| {r['method']} | {r['pages_per_cpu_s']:.0f} | {mean([s[0] for s in every]):.3f} | "
+            f"{mean([s[1] for s in every]):.3f} | {mean([s[2] for s in every]):.3f} | {accuracy} | "
+            f"{r['reasons'].get('extract:empty', 0)} | "
+            f"{r['reasons'].get('extract:timeout', 0)}/{r['reasons'].get('extract:error', 0)} |"
+        )
     counts = {d: len(results[0]["scores"].get(d, [])) for d in datasets}
-    lines += ["", "Mean token F1 per dataset (pages with main_text):", "",
-              "| method | " + " | ".join(f"{d} ({counts[d]})" for d in datasets) + f" | overall ({sum(counts.values())}) |",
-              "|---|" + "---:|" * (len(datasets) + 1)]
+    lines += [
+        "",
+        "Mean token F1 per dataset (pages with main_text):",
+        "",
+        "| method | " + " | ".join(f"{d} ({counts[d]})" for d in datasets) + f" | overall ({sum(counts.values())}) |",
+        "|---|" + "---:|" * (len(datasets) + 1),
+    ]
     for r in results:
         every = [s[2] for d in datasets for s in r["scores"].get(d, [])]
-        lines.append(f"| {r['method']} | " + " | ".join(f"{mean([s[2] for s in r['scores'].get(d, [])]):.3f}"
-                                                         for d in datasets) + f" | {mean(every):.3f} |")
+        lines.append(
+            f"| {r['method']} | "
+            + " | ".join(f"{mean([s[2] for s in r['scores'].get(d, [])]):.3f}" for d in datasets)
+            + f" | {mean(every):.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -170,11 +195,15 @@ def held_out_threshold(pages: list[dict], thresholds=range(1, 11)) -> str:
     extract = Extract(method="resiliparse")
     scored = [p for p in pages if p["html"] is not None and p["expected"]]
     raw = [extract._resiliparse(p["html"], alt_texts=False) for p in scored]  # what resiliparse-clean cleans
-    f1 = {t: [prf(tokens(drop_short_lines(text, t)), p["expected"])[2] for text, p in zip(raw, scored)]
-          for t in thresholds}
+    f1 = {
+        t: [prf(tokens(drop_short_lines(text, t)), p["expected"])[2] for text, p in zip(raw, scored)]
+        for t in thresholds
+    }
     datasets = sorted({p["dataset"] for p in scored})
-    lines = ["| held-out dataset | pages | threshold chosen on the others | F1 there | F1 at the default |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| held-out dataset | pages | threshold chosen on the others | F1 there | F1 at the default |",
+        "|---|---:|---:|---:|---:|",
+    ]
     held_out, default = [], []
     for dataset in datasets:
         inside = [i for i, p in enumerate(scored) if p["dataset"] == dataset]
@@ -182,28 +211,43 @@ def held_out_threshold(pages: list[dict], thresholds=range(1, 11)) -> str:
         chosen = max(thresholds, key=lambda t: (mean([f1[t][i] for i in others]), -t))
         held_out += [f1[chosen][i] for i in inside]
         default += [f1[MIN_LINE_WORDS][i] for i in inside]
-        lines.append(f"| {dataset} | {len(inside)} | {chosen} | {mean([f1[chosen][i] for i in inside]):.3f} | "
-                     f"{mean([f1[MIN_LINE_WORDS][i] for i in inside]):.3f} |")
+        lines.append(
+            f"| {dataset} | {len(inside)} | {chosen} | {mean([f1[chosen][i] for i in inside]):.3f} | "
+            f"{mean([f1[MIN_LINE_WORDS][i] for i in inside]):.3f} |"
+        )
     lines.append(f"| all ({len(scored)} pages) | | | **{mean(held_out):.3f}** | {mean(default):.3f} |")
     best = max(thresholds, key=lambda t: mean(f1[t]))
-    lines += ["", "In-sample mean F1 per threshold: " + ", ".join(f"{t}: {mean(f1[t]):.3f}" for t in thresholds)
-              + f" (best {best}, default {MIN_LINE_WORDS})"]
+    lines += [
+        "",
+        "In-sample mean F1 per threshold: "
+        + ", ".join(f"{t}: {mean(f1[t]):.3f}" for t in thresholds)
+        + f" (best {best}, default {MIN_LINE_WORDS})",
+    ]
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--methods", default=DEFAULT_METHODS,
-                        help=f"comma-separated methods (default {DEFAULT_METHODS})")
+    parser.add_argument(
+        "--methods", default=DEFAULT_METHODS, help=f"comma-separated methods (default {DEFAULT_METHODS})"
+    )
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DIR, help="the realhtml folder (default ../shared/realhtml)")
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DIR, help="the realhtml folder (default ../shared/realhtml)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.add_argument("--held-out-threshold", action="store_true",
-                        help="also score resiliparse-clean's short-line threshold chosen leaving each dataset out")
+    parser.add_argument(
+        "--held-out-threshold",
+        action="store_true",
+        help="also score resiliparse-clean's short-line threshold chosen leaving each dataset out",
+    )
     args = parser.parse_args(argv)
     if not (args.data / "ground_truth.jsonl").is_file() or not (args.data / "warc").is_dir():
-        print(f"bench_extract: no benchmark data at {args.data} (expected ground_truth.jsonl and warc/); "
-              "give --data or put ../shared/realhtml in place", file=sys.stderr)
+        print(
+            f"bench_extract: no benchmark data at {args.data} (expected ground_truth.jsonl and warc/); "
+            "give --data or put ../shared/realhtml in place",
+            file=sys.stderr,
+        )
         return 2
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for method in methods:
@@ -216,8 +260,11 @@ def main(argv=None) -> int:
     for method in methods:
         started = time.monotonic()
         results.append(run(method, pages))
-        print(f"{method}: {time.monotonic() - started:.1f} s wall, {results[-1]['cpu_s']:.1f} CPU-s, "
-              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        print(
+            f"{method}: {time.monotonic() - started:.1f} s wall, {results[-1]['cpu_s']:.1f} CPU-s, "
+            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            flush=True,
+        )
     print()
     print(report(results))
     if args.json:

@@ -20,6 +20,7 @@ the records its reader yielded (it skips records it cannot decode or does not co
 
 The ratio printed is ours / datatrove's documents per CPU-second, from the same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,15 +62,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("warcs", nargs="*", help=f"WARC files or globs (default {DEFAULT_WARCS})")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="crawlbelt config whose stages to run")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override, as `crawlbelt run --set` (repeatable), e.g. extract.method=resiliparse")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, as `crawlbelt run --set` (repeatable), e.g. extract.method=resiliparse",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="read the WARC list this many times (memory scaling)")
     parser.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last allowed one)")
     parser.add_argument("--no-datatrove", action="store_true", help="run crawlbelt's pass only")
     parser.add_argument("--no-hashing", action="store_true", help="leave out the dedup pass's SHA-1 and MinHash")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of our pass to FILE (slower run)")
-    parser.add_argument("--dump", metavar="FILE",
-                        help="write every row's verdict and values to a Parquet FILE (to compare two versions)")
+    parser.add_argument(
+        "--dump",
+        metavar="FILE",
+        help="write every row's verdict and values to a Parquet FILE (to compare two versions)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     return parser.parse_args(argv)
 
@@ -77,9 +87,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def warc_files(patterns: list[str]) -> list[str]:
     files = sorted({os.path.abspath(p) for pattern in patterns for p in glob.glob(pattern) if os.path.isfile(p)})
     if not files:
-        print(f"bench_filter: no WARC files match {' '.join(patterns)}\n"
-              f"  (the default is the real-page set in ../shared/realhtml/warc/; give WARC paths as arguments)",
-              file=sys.stderr)
+        print(
+            f"bench_filter: no WARC files match {' '.join(patterns)}\n"
+            f"  (the default is the real-page set in ../shared/realhtml/warc/; give WARC paths as arguments)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     return files
 
@@ -99,8 +111,15 @@ def peak_rss_mib(who=resource.RUSAGE_SELF) -> float:
 # ours
 
 
-def run_ours(files: list[str], config_path: str, overrides: list[str], repeat: int, hashing: bool,
-             dump: str | None, profile: str | None) -> dict:
+def run_ours(
+    files: list[str],
+    config_path: str,
+    overrides: list[str],
+    repeat: int,
+    hashing: bool,
+    dump: str | None,
+    profile: str | None,
+) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -123,8 +142,9 @@ def run_ours(files: list[str], config_path: str, overrides: list[str], repeat: i
     sha1_of_normalized(normalize(sample)), hasher.signatures(sample)
     setup_s = time.process_time() - started
 
-    names = ["read"] + [stage.name for stage in stages] + (["dedup_normalize", "exact_keys", "minhash"] if hashing
-                                                           else [])
+    names = (
+        ["read"] + [stage.name for stage in stages] + (["dedup_normalize", "exact_keys", "minhash"] if hashing else [])
+    )
     seconds = dict.fromkeys(names, 0.0)
     rows_in = Counter()
     verdicts = Counter()
@@ -143,8 +163,9 @@ def run_ours(files: list[str], config_path: str, overrides: list[str], repeat: i
     total_started = clock()
     for rep in range(repeat):
         for index, path in enumerate(files):
-            reader = read_warc(path, rep * len(files) + index, "bench", config.read.batch_size,
-                               int(config.read.max_payload_mb * 1e6))
+            reader = read_warc(
+                path, rep * len(files) + index, "bench", config.read.batch_size, int(config.read.max_payload_mb * 1e6)
+            )
             while True:
                 t = clock()
                 batch = next(reader, None)
@@ -214,15 +235,26 @@ def _dump(writer, path, batch, alive, keys, signatures):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    columns = {name: batch[name] for name in ("order", "id", "stage", "reason", "detail", "lang", "lang_score",
-                                               "quality_score", "charset") if name in batch.column_names}
-    columns["text_sha1"] = pa.array([hashlib.sha1(t.encode()).hexdigest() if t is not None else None
-                                     for t in batch["text"].to_pylist()], pa.string())
+    columns = {
+        name: batch[name]
+        for name in ("order", "id", "stage", "reason", "detail", "lang", "lang_score", "quality_score", "charset")
+        if name in batch.column_names
+    }
+    columns["text_sha1"] = pa.array(
+        [hashlib.sha1(t.encode()).hexdigest() if t is not None else None for t in batch["text"].to_pylist()],
+        pa.string(),
+    )
     table = pa.table(columns)
-    extra = {"order": alive["order"],
-             "exact_key": pa.array(keys if keys is not None else [None] * alive.num_rows, pa.string()),
-             "signature_sha1": pa.array([hashlib.sha1(row.tobytes()).hexdigest() for row in signatures]
-                                        if signatures is not None else [None] * alive.num_rows, pa.string())}
+    extra = {
+        "order": alive["order"],
+        "exact_key": pa.array(keys if keys is not None else [None] * alive.num_rows, pa.string()),
+        "signature_sha1": pa.array(
+            [hashlib.sha1(row.tobytes()).hexdigest() for row in signatures]
+            if signatures is not None
+            else [None] * alive.num_rows,
+            pa.string(),
+        ),
+    }
     table = table.join(pa.table(extra), "order", join_type="left outer").sort_by("order")
     del pc
     if writer is None:
@@ -244,8 +276,10 @@ def datatrove_python() -> Path:
         return python
     print(f"making {DATATROVE_VENV} with {', '.join(DATATROVE_REQUIREMENTS)} (once)", file=sys.stderr, flush=True)
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(DATATROVE_VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    *DATATROVE_REQUIREMENTS], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *DATATROVE_REQUIREMENTS],
+        check=True,
+    )
     marker.write_text(wanted)
     return python
 
@@ -313,11 +347,22 @@ def run_datatrove(files: list[str], repeat: int) -> dict:
         raise SystemExit("bench_filter: datatrove's reader takes one folder; give WARCs from one folder")
     folder = folders.pop()
     names = [os.path.basename(f) for f in files]
-    env = {**os.environ, "PYTHONPATH": "", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HUB_OFFLINE": "1", "DATATROVE_COLORIZE_LOGS": "0", "LOGURU_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": "",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "DATATROVE_COLORIZE_LOGS": "0",
+        "LOGURU_LEVEL": "WARNING",
+    }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    process = subprocess.run([str(python), "-c", DATATROVE_RUNNER, folder, json.dumps(names), str(repeat)],
-                             capture_output=True, text=True, env=env)
+    process = subprocess.run(
+        [str(python), "-c", DATATROVE_RUNNER, folder, json.dumps(names), str(repeat)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if process.returncode != 0:
         sys.stderr.write(process.stderr[-4000:])
@@ -325,8 +370,11 @@ def run_datatrove(files: list[str], repeat: int) -> dict:
     result = json.loads(process.stdout.strip().splitlines()[-1])
     result["process_cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     result["docs_per_cpu_s"] = result["documents"] / result["cpu_s"]
-    result["version"] = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('datatrove'),"
-                                        " m.version('trafilatura'))"], capture_output=True, text=True).stdout.split()
+    result["version"] = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('datatrove'), m.version('trafilatura'))"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     return result
 
 
@@ -337,13 +385,19 @@ def run_datatrove(files: list[str], repeat: int) -> dict:
 def report(ours: dict, core: int) -> str:
     lines = []
     load = os.getloadavg()
-    lines.append(f"machine: {platform.machine()}, {os.cpu_count()} cores, pinned to core {core}, "
-                 f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python {platform.python_version()}")
-    lines.append(f"crawlbelt: {ours['files']} files x{ours['repeat']}, {ours['records']} records, "
-                 f"{ours['documents']} HTML documents, {ours['survivors']} survive the filter pass")
-    lines.append(f"  {ours['cpu_s']:.2f} CPU-s ({ours['wall_s']:.2f} s wall), "
-                 f"{ours['docs_per_cpu_s']:.1f} documents per CPU-second; set-up {ours['setup_cpu_s']:.2f} CPU-s "
-                 f"(not counted); peak RSS {ours['peak_rss_mib']:.0f} MiB")
+    lines.append(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, pinned to core {core}, "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python {platform.python_version()}"
+    )
+    lines.append(
+        f"crawlbelt: {ours['files']} files x{ours['repeat']}, {ours['records']} records, "
+        f"{ours['documents']} HTML documents, {ours['survivors']} survive the filter pass"
+    )
+    lines.append(
+        f"  {ours['cpu_s']:.2f} CPU-s ({ours['wall_s']:.2f} s wall), "
+        f"{ours['docs_per_cpu_s']:.1f} documents per CPU-second; set-up {ours['setup_cpu_s']:.2f} CPU-s "
+        f"(not counted); peak RSS {ours['peak_rss_mib']:.0f} MiB"
+    )
     lines.append("")
     lines.append("| stage | rows in | CPU-s | share | documents per CPU-s |")
     lines.append("|---|---|---|---|---|")
@@ -352,7 +406,9 @@ def report(ours: dict, core: int) -> str:
         rows = ours["rows_in"].get(name, ours["documents"] if name == "read" else ours["survivors"])
         rate = f"{ours['documents'] / s:,.0f}" if s else "-"
         lines.append(f"| {name} | {rows:,} | {s:.2f} | {100 * s / total:.1f}% | {rate} |")
-    lines.append(f"| (between stages) | | {ours['unaccounted_cpu_s']:.2f} | {100 * ours['unaccounted_cpu_s'] / total:.1f}% | |")
+    lines.append(
+        f"| (between stages) | | {ours['unaccounted_cpu_s']:.2f} | {100 * ours['unaccounted_cpu_s'] / total:.1f}% | |"
+    )
     not_extract = total - ours["stage_cpu_s"].get("extract", 0.0)
     lines.append(f"| **total** | | {total:.2f} | 100% | {ours['docs_per_cpu_s']:.1f} |")
     lines.append("")
@@ -363,15 +419,18 @@ def report(ours: dict, core: int) -> str:
 
 def report_datatrove(ours: dict, theirs: dict) -> str:
     lines = []
-    lines.append(f"datatrove {' / trafilatura '.join(theirs['version'])}: {theirs['documents']} documents read "
-                 f"(its reader's count), {theirs['kept']} kept, {theirs['cpu_s']:.2f} CPU-s "
-                 f"({theirs['wall_s']:.2f} s wall; whole subprocess with start-up {theirs['process_cpu_s']:.2f} CPU-s), "
-                 f"{theirs['docs_per_cpu_s']:.1f} documents per CPU-second, peak RSS {theirs['peak_rss_mib']:.0f} MiB")
+    lines.append(
+        f"datatrove {' / trafilatura '.join(theirs['version'])}: {theirs['documents']} documents read "
+        f"(its reader's count), {theirs['kept']} kept, {theirs['cpu_s']:.2f} CPU-s "
+        f"({theirs['wall_s']:.2f} s wall; whole subprocess with start-up {theirs['process_cpu_s']:.2f} CPU-s), "
+        f"{theirs['docs_per_cpu_s']:.1f} documents per CPU-second, peak RSS {theirs['peak_rss_mib']:.0f} MiB"
+    )
     shares = _datatrove_shares(theirs["step_seconds"])
     if shares:
         lines.append("  its own step timers (wall): " + ", ".join(f"{k} {v:.0f}%" for k, v in shares.items()))
-    lines.append(f"ratio, ours / datatrove's documents per CPU-second: "
-                 f"{ours['docs_per_cpu_s'] / theirs['docs_per_cpu_s']:.2f}x")
+    lines.append(
+        f"ratio, ours / datatrove's documents per CPU-second: {ours['docs_per_cpu_s'] / theirs['docs_per_cpu_s']:.2f}x"
+    )
     return "\n".join(lines)
 
 
@@ -400,8 +459,9 @@ def main(argv=None) -> None:
         print()
         print(report_datatrove(ours, theirs))
     if args.json:
-        Path(args.json).write_text(json.dumps({"ours": ours, "datatrove": theirs, "core": core,
-                                               "load_average": os.getloadavg()}, indent=1))
+        Path(args.json).write_text(
+            json.dumps({"ours": ours, "datatrove": theirs, "core": core, "load_average": os.getloadavg()}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Each size runs `scripts/bench_filter.py --no-datatrove --repeat N` in a fresh pr
 grows, so the two sizes cannot share one) and reads its peak RSS. A pass that streams batch by batch holds
 the same few batches whatever the input size, so the ratio should stay near 1 (target: at most 1.2).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def run(times: int, warcs: list[str], overrides: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "figures.json"
-        command = [sys.executable, str(ROOT / "scripts" / "bench_filter.py"), *warcs, "--no-datatrove",
-                   "--repeat", str(times), "--json", str(out)]
+        command = [
+            sys.executable,
+            str(ROOT / "scripts" / "bench_filter.py"),
+            *warcs,
+            "--no-datatrove",
+            "--repeat",
+            str(times),
+            "--json",
+            str(out),
+        ]
         for assignment in overrides:
             command += ["--set", assignment]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -44,13 +53,17 @@ def main(argv=None) -> None:
     for times in (1, args.times):
         ours = run(times, args.warcs, args.overrides)
         figures[times] = ours
-        print(f"{times:>3}x: {ours['records']:,} records, {ours['documents']:,} documents, "
-              f"{ours['cpu_s']:.1f} CPU-s, peak RSS {ours['peak_rss_mib']:.0f} MiB", flush=True)
+        print(
+            f"{times:>3}x: {ours['records']:,} records, {ours['documents']:,} documents, "
+            f"{ours['cpu_s']:.1f} CPU-s, peak RSS {ours['peak_rss_mib']:.0f} MiB",
+            flush=True,
+        )
     ratio = figures[args.times]["peak_rss_mib"] / figures[1]["peak_rss_mib"]
     print(f"peak RSS {args.times}x / 1x: {ratio:.3f} (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"runs": figures, "ratio": ratio, "load_average": os.getloadavg()},
-                                              indent=1))
+        Path(args.json).write_text(
+            json.dumps({"runs": figures, "ratio": ratio, "load_average": os.getloadavg()}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ once with the reader; each becomes one WARC response record. From them, written 
 Timing: time.process_time over the whole pass, the best of --repeat passes (default 3).
 Exit status 2 when DIR is missing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,11 +51,14 @@ def pages(folder: Path) -> list[tuple[str, bytes]]:
 
 def record(n: int, url: str, body: bytes, encoding: str | None = None) -> bytes:
     extra = f"Content-Encoding: {encoding}\r\n" if encoding else ""
-    http = (f"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n{extra}"
-            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{n:012d}>\r\n"
-            f"WARC-Date: 2024-03-11T09:00:00Z\r\nWARC-Target-URI: {url}\r\n"
-            f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(http)}\r\n\r\n").encode()
+    http = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{n:012d}>\r\n"
+        f"WARC-Date: 2024-03-11T09:00:00Z\r\nWARC-Target-URI: {url}\r\n"
+        f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(http)}\r\n\r\n"
+    ).encode()
     return head + http + b"\r\n\r\n"
 
 
@@ -88,8 +92,10 @@ ENCODERS = {
 DECODERS = {  # the bodies alone, whole, by each candidate library
     "gzip": [("zlib", lambda b: gzip.decompress(b))],
     "br": [("brotli", brotli.decompress)],
-    "zstd": [("backports.zstd", zstd.decompress),
-             ("zstandard", lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b))],
+    "zstd": [
+        ("backports.zstd", zstd.decompress),
+        ("zstandard", lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b)),
+    ],
 }
 
 
@@ -109,24 +115,48 @@ def main(argv: list[str] | None = None) -> int:
         for encoding in ("identity", *ENCODERS):
             bodies = [ENCODERS[encoding](b) if encoding in ENCODERS else b for _, b in found]
             path = Path(tmp) / f"{encoding}.warc"
-            path.write_bytes(b"".join(record(i, url, body, encoding if encoding in ENCODERS else None)
-                                      for i, ((url, _), body) in enumerate(zip(found, bodies))))
+            path.write_bytes(
+                b"".join(
+                    record(i, url, body, encoding if encoding in ENCODERS else None)
+                    for i, ((url, _), body) in enumerate(zip(found, bodies))
+                )
+            )
             assert read_all(str(path)) == n
-            rows.append((f"payload {encoding}", "read_warc", n / best(args.repeat, lambda: read_all(str(path))),
-                         sum(map(len, bodies))))
+            rows.append(
+                (
+                    f"payload {encoding}",
+                    "read_warc",
+                    n / best(args.repeat, lambda: read_all(str(path))),
+                    sum(map(len, bodies)),
+                )
+            )
             for library, decode in DECODERS.get(encoding, []):
-                rows.append((f"payload {encoding}", f"{library}, body only",
-                             n / best(args.repeat, lambda: [decode(b) for b in bodies]), sum(map(len, bodies))))
+                rows.append(
+                    (
+                        f"payload {encoding}",
+                        f"{library}, body only",
+                        n / best(args.repeat, lambda: [decode(b) for b in bodies]),
+                        sum(map(len, bodies)),
+                    )
+                )
             if encoding in ENCODERS:
-                rows.append((f"payload {encoding}", "decode_body, body only", n / best(
-                    args.repeat, lambda: [decode_body(io.BytesIO(b), encoding, 50_000_000) for b in bodies]),
-                    sum(map(len, bodies))))
+                rows.append(
+                    (
+                        f"payload {encoding}",
+                        "decode_body, body only",
+                        n
+                        / best(args.repeat, lambda: [decode_body(io.BytesIO(b), encoding, 50_000_000) for b in bodies]),
+                        sum(map(len, bodies)),
+                    )
+                )
 
         records = [record(i, url, body) for i, (url, body) in enumerate(found)]
         dictionary = zstd.train_dict(records, 112_640)
-        frames = {"warc.gz": [gzip.compress(r, compresslevel=6, mtime=0) for r in records],
-                  "warc.zst": [zstd.compress(r, level=3) for r in records],
-                  "warc.zst + dictionary": [zstd.compress(r, level=3, zstd_dict=dictionary) for r in records]}
+        frames = {
+            "warc.gz": [gzip.compress(r, compresslevel=6, mtime=0) for r in records],
+            "warc.zst": [zstd.compress(r, level=3) for r in records],
+            "warc.zst + dictionary": [zstd.compress(r, level=3, zstd_dict=dictionary) for r in records],
+        }
         for name, members in frames.items():
             path = Path(tmp) / ("bench." + name.replace(" + dictionary", ".dict"))
             header = b""
@@ -138,18 +168,45 @@ def main(argv: list[str] | None = None) -> int:
             assert read_all(str(path)) == n
             rows.append((f"file {name}", "read_warc", n / best(args.repeat, lambda: read_all(str(path))), size))
             raw = dictionary.dict_content if "dictionary" in name else None
-            rows.append((f"file {name}", "FastWARC, parse and payload only",
-                         n / best(args.repeat, lambda: fastwarc_read(str(path), raw)), size))
+            rows.append(
+                (
+                    f"file {name}",
+                    "FastWARC, parse and payload only",
+                    n / best(args.repeat, lambda: fastwarc_read(str(path), raw)),
+                    size,
+                )
+            )
             if name.startswith("warc.zst"):
                 zdict = zstd.ZstdDict(raw) if raw else None
                 plain = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(raw) if raw else None)
-                rows.append((f"file {name}", "backports.zstd, frames only", n / best(
-                    args.repeat, lambda: [zstd.ZstdDecompressor(zstd_dict=zdict).decompress(f) for f in members]), size))
-                rows.append((f"file {name}", "zstandard, frames only", n / best(
-                    args.repeat, lambda: [plain.decompressobj().decompress(f) for f in members]), size))
+                rows.append(
+                    (
+                        f"file {name}",
+                        "backports.zstd, frames only",
+                        n
+                        / best(
+                            args.repeat, lambda: [zstd.ZstdDecompressor(zstd_dict=zdict).decompress(f) for f in members]
+                        ),
+                        size,
+                    )
+                )
+                rows.append(
+                    (
+                        f"file {name}",
+                        "zstandard, frames only",
+                        n / best(args.repeat, lambda: [plain.decompressobj().decompress(f) for f in members]),
+                        size,
+                    )
+                )
             else:
-                rows.append((f"file {name}", "zlib, members only", n / best(
-                    args.repeat, lambda: [gzip.decompress(f) for f in members]), size))
+                rows.append(
+                    (
+                        f"file {name}",
+                        "zlib, members only",
+                        n / best(args.repeat, lambda: [gzip.decompress(f) for f in members]),
+                        size,
+                    )
+                )
 
     print("| data | reader | records per CPU-second | bytes |")
     print("| --- | --- | ---: | ---: |")

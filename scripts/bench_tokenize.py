@@ -12,6 +12,7 @@ workers), read from /proc before and after the pass, so an idle core does not co
 on the same machine does not either. Also printed: tokenizers' encode_batch_fast and tiktoken alone, on one
 thread, on the same text, as references. Skips with a message when ../shared/realhtml is absent.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,14 @@ def curated_text(cpus: int) -> Path:
         from pipeline.config import load_config
 
         print(f"curating {REALHTML} once into {out} ...", flush=True)
-        belt.run(load_config(str(ROOT / "configs" / "local.yaml"), inputs=[str(REALHTML / "*")], output=str(out),
-                             overrides=[f"ray.num_cpus={cpus}"]))
+        belt.run(
+            load_config(
+                str(ROOT / "configs" / "local.yaml"),
+                inputs=[str(REALHTML / "*")],
+                output=str(out),
+                overrides=[f"ray.num_cpus={cpus}"],
+            )
+        )
     return out
 
 
@@ -74,15 +81,16 @@ def encode_alone(texts: list[str], tokenizer_json: str) -> dict[str, float]:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     tokenizer = Tokenizer.from_str(tokenizer_json)
     encoding, _ = as_tiktoken(tokenizer)
-    encoders = {"tokenizers": lambda batch: [e.ids for e in tokenizer.encode_batch_fast(batch,
-                                                                                       add_special_tokens=False)]}
+    encoders = {
+        "tokenizers": lambda batch: [e.ids for e in tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
+    }
     if encoding:
         encoders["tiktoken"] = lambda batch: [encoding.encode_ordinary(t) for t in batch]
     rates = {}
     for name, encode in encoders.items():
         start, tokens = time.process_time(), 0
         for i in range(0, len(texts), 256):
-            tokens += sum(map(len, encode(texts[i:i + 256])))
+            tokens += sum(map(len, encode(texts[i : i + 256])))
         rates[name] = tokens / (time.process_time() - start)
     return rates
 
@@ -109,9 +117,11 @@ def main() -> int:
         for part in parts:
             shutil.copyfile(part, curated / f"copy{copy:02d}-{part.name}")
     config_path = WORK / "bench.yaml"
-    config_path.write_text(f"sources: [{{name: realhtml, input: ['{curated}/*.parquet']}}]\n"
-                           f"classifier: {{kind: none}}\nray: {{num_cpus: {args.cpus}}}\n"
-                           f"tokenizer: {{path: '{source / 'tokens' / 'tokenizer.json'}', engine: {args.engine}}}\n")
+    config_path.write_text(
+        f"sources: [{{name: realhtml, input: ['{curated}/*.parquet']}}]\n"
+        f"classifier: {{kind: none}}\nray: {{num_cpus: {args.cpus}}}\n"
+        f"tokenizer: {{path: '{source / 'tokens' / 'tokenizer.json'}', engine: {args.engine}}}\n"
+    )
     out = WORK / "tokens-out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -128,16 +138,24 @@ def main() -> int:
     texts = [t for p in parts for t in pq.read_table(p, columns=["text"])["text"].to_pylist()]
     alone = encode_alone(texts, (source / "tokens" / "tokenizer.json").read_text())
     chars = sum(len(t) for t in texts) * args.copies
-    print(f"curated text: {len(texts) * args.copies:,} documents ({args.copies} copies of {len(texts):,}), "
-          f"{chars / 1e6:.1f} M characters")
-    print(f"tokens pass: {written:,} tokens written in {len(result['tokens']['shards'])} shards, "
-          f"{wall:.1f} s wall, {cpu:.1f} CPU-s on {args.cpus} Ray CPUs; steps: "
-          + ", ".join(f"{k} {v:.1f} s" for k, v in result["seconds"].items()))
-    print(f"tokenize + pack + write: {written / cpu / 1e6:.2f} M tokens per CPU-second "
-          f"({written / wall / 1e6:.2f} M per wall second)")
+    print(
+        f"curated text: {len(texts) * args.copies:,} documents ({args.copies} copies of {len(texts):,}), "
+        f"{chars / 1e6:.1f} M characters"
+    )
+    print(
+        f"tokens pass: {written:,} tokens written in {len(result['tokens']['shards'])} shards, "
+        f"{wall:.1f} s wall, {cpu:.1f} CPU-s on {args.cpus} Ray CPUs; steps: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in result["seconds"].items())
+    )
+    print(
+        f"tokenize + pack + write: {written / cpu / 1e6:.2f} M tokens per CPU-second "
+        f"({written / wall / 1e6:.2f} M per wall second)"
+    )
     for name, rate in alone.items():
-        print(f"{name} alone, one thread: {rate / 1e6:.2f} M tokens per CPU-second "
-              f"(the pass runs at {written / cpu / rate:.0%} of that)")
+        print(
+            f"{name} alone, one thread: {rate / 1e6:.2f} M tokens per CPU-second "
+            f"(the pass runs at {written / cpu / rate:.0%} of that)"
+        )
     print(f"encoded with: {result['tokens']['encoded_with']}")
     print(f"date: {datetime.date.today()}, python {sys.version.split()[0]}, {os.cpu_count()} cores")
     return 0

@@ -6,6 +6,7 @@
 Runs tests/test_fuzz.py with FUZZ_EXAMPLES=EXAMPLES and FUZZ_RANDOM=1 and prints hypothesis's statistics;
 a failing input is shrunk and printed by hypothesis.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     examples = argv[0] if argv else "20000"
     env = {**os.environ, "FUZZ_EXAMPLES": examples, "FUZZ_RANDOM": "1"}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
-               str(ROOT / "tests" / "test_fuzz.py")]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-show-statistics",
+        str(ROOT / "tests" / "test_fuzz.py"),
+    ]
     return subprocess.call(command, cwd=ROOT, env=env)
 
 

@@ -15,6 +15,7 @@ Prints one JSON object (also written to $OUT/gpu_check.json when OUT is set):
 Needs only torch with CUDA; no network, no Ray. Exit code 0 when every part worked.
 `--smoke` runs the same code on the CPU with tiny shapes, to check the script itself without a GPU.
 """
+
 from __future__ import annotations
 
 import json
@@ -92,11 +93,16 @@ def throughput(size: str, peak: float, warmup: int = 3, steps: int = 20) -> dict
     synchronize()
     seconds = (time.perf_counter() - started) / steps
     tokens_per_s = BATCH[size] * SEQ_LEN / seconds
-    result = {"parameters": n_params, "batch_tokens": BATCH[size] * SEQ_LEN, "step_s": seconds,
-              "tokens_per_s": tokens_per_s, "mfu": 6 * n_params * tokens_per_s / (peak * 1e12),
-              "loss_after_steps": loss,
-              "max_memory_gb": torch.cuda.max_memory_allocated() / 1e9 if DEVICE == "cuda" else None,
-              "state_gb_at_16_bytes_per_parameter": 16 * n_params / 1e9}
+    result = {
+        "parameters": n_params,
+        "batch_tokens": BATCH[size] * SEQ_LEN,
+        "step_s": seconds,
+        "tokens_per_s": tokens_per_s,
+        "mfu": 6 * n_params * tokens_per_s / (peak * 1e12),
+        "loss_after_steps": loss,
+        "max_memory_gb": torch.cuda.max_memory_allocated() / 1e9 if DEVICE == "cuda" else None,
+        "state_gb_at_16_bytes_per_parameter": 16 * n_params / 1e9,
+    }
     del model, optimizer
     return result
 
@@ -133,10 +139,18 @@ def checkpoint_roundtrip() -> dict:
     async_checkpoints.wait()
     async_rest_s = time.perf_counter() - started
     del model, optimizer
-    return {"save_s": save_s, "load_s": load_s, "bytes": size, "same_loss_after_load": abs(before - after) < 1e-5,
-            "loss_saved": before, "loss_after_one_more_step": moved, "loss_loaded": after, "moved_away": moved_away,
-            "async_blocking_s": async_blocking_s,
-            "async_background_s_after_blocking": async_rest_s}
+    return {
+        "save_s": save_s,
+        "load_s": load_s,
+        "bytes": size,
+        "same_loss_after_load": abs(before - after) < 1e-5,
+        "loss_saved": before,
+        "loss_after_one_more_step": moved,
+        "loss_loaded": after,
+        "moved_away": moved_away,
+        "async_blocking_s": async_blocking_s,
+        "async_background_s_after_blocking": async_rest_s,
+    }
 
 
 def cli_run() -> dict:
@@ -152,32 +166,60 @@ def cli_run() -> dict:
     rng = np.random.default_rng(0)
     rows = 256
     tokens = rng.integers(0, min(1000, VOCAB), size=(rows, SEQ_LEN + 1)).astype(np.uint16)  # few ids: learnable
-    table = pa.table({"tokens": pa.FixedSizeListArray.from_arrays(pa.array(tokens.ravel()), SEQ_LEN + 1),
-                      "source": pa.array(["synthetic"] * rows), "length": pa.array([SEQ_LEN + 1] * rows, pa.int32())})
+    table = pa.table(
+        {
+            "tokens": pa.FixedSizeListArray.from_arrays(pa.array(tokens.ravel()), SEQ_LEN + 1),
+            "source": pa.array(["synthetic"] * rows),
+            "length": pa.array([SEQ_LEN + 1] * rows, pa.int32()),
+        }
+    )
     pq.write_table(table, data / "tokens" / "part-00000.parquet")
-    (data / "manifest.json").write_text(json.dumps({"tokens": {
-        "seq_len": SEQ_LEN, "vocab_size": VOCAB, "eos_id": 0, "pad_id": None, "dtype": "uint16",
-        "shards": [{"path": "tokens/part-00000.parquet", "sequences": rows}], "sequences": rows}}))
+    (data / "manifest.json").write_text(
+        json.dumps(
+            {
+                "tokens": {
+                    "seq_len": SEQ_LEN,
+                    "vocab_size": VOCAB,
+                    "eos_id": 0,
+                    "pad_id": None,
+                    "dtype": "uint16",
+                    "shards": [{"path": "tokens/part-00000.parquet", "sequences": rows}],
+                    "sequences": rows,
+                }
+            }
+        )
+    )
     config = data / "train.yaml"
     model = "{dim: 64, n_layers: 2, n_heads: 4}" if SMOKE else "{size: 125m}"
-    config.write_text(f"train:\n  device: {DEVICE}\n  workers: 1\n  steps: 20\n  batch_size: 8\n  lr: 0.0006\n"
-                      f"  warmup_steps: 5\n  log_every: 5\n  model: {model}\n  checkpoint: {{interval: 5}}\n")
+    config.write_text(
+        f"train:\n  device: {DEVICE}\n  workers: 1\n  steps: 20\n  batch_size: 8\n  lr: 0.0006\n"
+        f"  warmup_steps: 5\n  log_every: 5\n  model: {model}\n  checkpoint: {{interval: 5}}\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "pipeline", "train", str(config), "--data", str(data)]
     started = time.perf_counter()
-    first = subprocess.run(command + ["--stop-after", "10"], env=env, cwd=ROOT, capture_output=True, text=True,
-                           timeout=240)
+    first = subprocess.run(
+        command + ["--stop-after", "10"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=240
+    )
     second = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
     seconds = time.perf_counter() - started
-    result = {"seconds": seconds, "exit_codes": [first.returncode, second.returncode],
-              "resumed": "resumed from" in second.stdout}
+    result = {
+        "seconds": seconds,
+        "exit_codes": [first.returncode, second.returncode],
+        "resumed": "resumed from" in second.stdout,
+    }
     if first.returncode or second.returncode:
         result["output_tail"] = (first.stdout + first.stderr)[-1500:] + (second.stdout + second.stderr)[-1500:]
         return result
     steps = [json.loads(line) for line in (data / "train" / "metrics.jsonl").read_text().splitlines()]
     steps = [s for s in steps if "event" not in s]
-    result.update({"losses": [round(s["loss"], 4) for s in steps], "last_step": steps[-1],
-                   "summary": json.loads((data / "train" / "summary.json").read_text())})
+    result.update(
+        {
+            "losses": [round(s["loss"], 4) for s in steps],
+            "last_step": steps[-1],
+            "summary": json.loads((data / "train" / "summary.json").read_text()),
+        }
+    )
     return result
 
 
@@ -192,9 +234,12 @@ def main() -> int:
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in name), 989.0)
     report = {"device": name, "torch": torch.__version__, "peak_tflops": peak, "seq_len": SEQ_LEN, "vocab": VOCAB}
     ok = True
-    for part, run in [("throughput_125m", lambda: throughput("125m", peak)),
-                      ("throughput_350m", lambda: throughput("350m", peak)),
-                      ("checkpoint", checkpoint_roundtrip), ("cli_run", cli_run)]:
+    for part, run in [
+        ("throughput_125m", lambda: throughput("125m", peak)),
+        ("throughput_350m", lambda: throughput("350m", peak)),
+        ("checkpoint", checkpoint_roundtrip),
+        ("cli_run", cli_run),
+    ]:
         started = time.perf_counter()
         try:
             report[part] = run()
@@ -204,8 +249,11 @@ def main() -> int:
         report[part]["part_seconds"] = round(time.perf_counter() - started, 1)
         print(f"{part}: done in {report[part]['part_seconds']} s", file=sys.stderr, flush=True)
     cli = report["cli_run"]
-    ok = ok and report["checkpoint"].get("same_loss_after_load", False) and \
-        ("skipped" in cli or cli.get("exit_codes") == [0, 0] and cli.get("resumed"))
+    ok = (
+        ok
+        and report["checkpoint"].get("same_loss_after_load", False)
+        and ("skipped" in cli or cli.get("exit_codes") == [0, 0] and cli.get("resumed"))
+    )
     report["ok"] = bool(ok)
     text = json.dumps(report, indent=1, default=str)
     print(text)

@@ -20,6 +20,7 @@ Ground-truth definitions used in expected.json:
   * survivor      = the first page of a duplicate group in (file name, offset) order; every other
                     member names it in `duplicate_of`.
 """
+
 from __future__ import annotations
 
 import html
@@ -43,8 +44,17 @@ DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures"
 BASE_DATE = datetime(2024, 3, 11, 9, 0, 0, tzinfo=UTC)
 ID_NAMESPACE = uuid.UUID("6f1c2d3e-4a5b-5c6d-8e7f-0123456789ab")
 USER_AGENT = "crawlbelt-fixture-bot/0.1 (+https://crawlbelt.example/bot)"
-KINDS = ("clean", "exact_duplicate", "near_duplicate", "non_english", "junk", "not_html",
-         "http_error", "malformed", "not_document")
+KINDS = (
+    "clean",
+    "exact_duplicate",
+    "near_duplicate",
+    "non_english",
+    "junk",
+    "not_html",
+    "http_error",
+    "malformed",
+    "not_document",
+)
 
 
 def paras(block: str) -> list[str]:
@@ -62,8 +72,12 @@ def article(key, site, path, title, body):
     ARTICLES[key] = (site, path, title, paras(body))
 
 
-article("canyon", "fieldnotebook", "/earth/2023/06/how-slot-canyons-are-carved",
-        "How Slot Canyons Are Carved", """
+article(
+    "canyon",
+    "fieldnotebook",
+    "/earth/2023/06/how-slot-canyons-are-carved",
+    "How Slot Canyons Are Carved",
+    """
 Slot canyons are among the most dramatic landforms in the American Southwest, yet they begin with
 something as ordinary as a crack in the rock. Most of them form in sandstone, a rock that is soft
 enough to erode quickly but strong enough to hold a vertical wall for thousands of years.
@@ -86,10 +100,15 @@ immediately if the water begins to rise or turns muddy.
 Geologists study slot canyons to learn how quickly landscapes can change. Layers exposed in the
 walls reveal ancient dunes, and the scoured floors show that erosion is rarely slow and steady.
 Instead, it tends to happen in sudden bursts separated by long periods of quiet.
-""")
+""",
+)
 
-article("stock", "hearthandtable", "/recipes/basics/homemade-chicken-stock",
-        "Why Homemade Stock Is Worth the Effort", """
+article(
+    "stock",
+    "hearthandtable",
+    "/recipes/basics/homemade-chicken-stock",
+    "Why Homemade Stock Is Worth the Effort",
+    """
 A pot of stock simmering on the back of the stove is one of the quiet pleasures of a winter weekend.
 It asks for very little attention, fills the house with a good smell, and turns scraps that would
 otherwise be thrown away into the base of dozens of meals.
@@ -108,10 +127,15 @@ After three or four hours, strain everything through a fine sieve and let the li
 Once it has chilled overnight, the fat will harden on the surface and can be lifted off in one
 piece. The stock will keep for several days in the refrigerator or for months in the freezer,
 portioned into containers that match the recipes you cook most often.
-""")
+""",
+)
 
-article("press", "longagoweekly", "/articles/printing-press-spread-europe",
-        "How the Printing Press Spread Across Europe", """
+article(
+    "press",
+    "longagoweekly",
+    "/articles/printing-press-spread-europe",
+    "How the Printing Press Spread Across Europe",
+    """
 When Johannes Gutenberg began printing in Mainz around 1450, he could not have guessed how quickly
 his invention would travel. Within fifty years there were presses in more than two hundred European
 towns, and millions of books had been produced.
@@ -134,10 +158,15 @@ projects.
 Historians still debate how much the press changed European thought. What is clear is that it made
 texts cheaper, more uniform and far easier to share, and that scholars, reformers and governments
 were quick to understand its power.
-""")
+""",
+)
 
-article("jupiter", "fieldnotebook", "/space/2023/11/watching-jupiters-moons-with-binoculars",
-        "Watching the Moons of Jupiter with Binoculars", """
+article(
+    "jupiter",
+    "fieldnotebook",
+    "/space/2023/11/watching-jupiters-moons-with-binoculars",
+    "Watching the Moons of Jupiter with Binoculars",
+    """
 You do not need a telescope to see one of the most important discoveries in the history of
 astronomy. On a clear night, an ordinary pair of binoculars will show the four largest moons of
 Jupiter as tiny points of light lined up beside the planet.
@@ -159,10 +188,15 @@ Jupiter or hiding behind it.
 
 Keeping a record like this is a small way of repeating Galileo's work. It is also a reminder that
 the sky is not a fixed picture but a system in constant motion.
-""")
+""",
+)
 
-article("compost", "backyardalmanac", "/guides/a-beginners-guide-to-compost",
-        "A Beginner's Guide to Compost", """
+article(
+    "compost",
+    "backyardalmanac",
+    "/guides/a-beginners-guide-to-compost",
+    "A Beginner's Guide to Compost",
+    """
 Compost is often described as black gold, and anyone who has spread it on a tired vegetable bed will
 understand why. It improves the structure of both sandy and clay soils, feeds the creatures that
 live underground, and helps the ground hold water during dry spells.
@@ -180,10 +214,15 @@ morning.
 Avoid adding meat, dairy and cooked food, which attract rats, and be careful with weeds that have
 already set seed. Within six months to a year, depending on the weather and how often you turn it,
 the material at the bottom of the heap will be dark, crumbly and ready to use.
-""")
+""",
+)
 
-article("terns", "fieldnotebook", "/life/2022/09/the-long-journey-of-the-arctic-tern",
-        "The Long Journey of the Arctic Tern", """
+article(
+    "terns",
+    "fieldnotebook",
+    "/life/2022/09/the-long-journey-of-the-arctic-tern",
+    "The Long Journey of the Arctic Tern",
+    """
 The Arctic tern is a slender seabird that weighs a little over one hundred grams, yet it makes the
 longest migration of any animal known to science. Each year it travels from its breeding grounds in
 the far north to the edge of Antarctica and back again.
@@ -200,10 +239,15 @@ costs time but saves energy, which matters for a bird that may live for thirty y
 Because the tern spends the northern summer in the Arctic and the southern summer near Antarctica,
 it probably sees more daylight than any other creature. Over its lifetime, a single bird may fly a
 distance equal to several trips to the Moon and back.
-""")
+""",
+)
 
-article("sourdough", "hearthandtable", "/baking/how-to-keep-a-sourdough-starter-alive",
-        "How to Keep a Sourdough Starter Alive", """
+article(
+    "sourdough",
+    "hearthandtable",
+    "/baking/how-to-keep-a-sourdough-starter-alive",
+    "How to Keep a Sourdough Starter Alive",
+    """
 A sourdough starter is simply flour and water that has been colonised by wild yeast and lactic acid
 bacteria. It sounds fragile, but a healthy starter is remarkably tough, and many bakers keep the same
 one going for years.
@@ -221,10 +265,15 @@ Learn to read the signs. A lively starter will roughly double in size a few hour
 will smell pleasantly sour, a little like yoghurt. A layer of grey liquid on top means it is hungry,
 not dead; pour it off and feed it. Only pink or orange streaks are a real reason to throw the
 starter away and begin again.
-""")
+""",
+)
 
-article("roads", "longagoweekly", "/articles/what-made-roman-roads-last",
-        "What Made Roman Roads Last", """
+article(
+    "roads",
+    "longagoweekly",
+    "/articles/what-made-roman-roads-last",
+    "What Made Roman Roads Last",
+    """
 Some of the roads built by the Roman army are still in use today, more than two thousand years after
 the first stones were laid. At its height, the network stretched for roughly eighty thousand
 kilometres of paved highway, linking Britain to Syria and the Rhine to North Africa.
@@ -242,10 +291,15 @@ higher than the edges so that rain would run off into ditches on either side.
 These roads were built for soldiers first, allowing legions to move quickly across the empire.
 Merchants, officials and messengers soon followed, and the roads helped spread goods, coins,
 language and law across a vast territory.
-""")
+""",
+)
 
-article("tides", "fieldnotebook", "/earth/2023/08/why-the-sea-has-two-tides-a-day",
-        "Why the Sea Has Two Tides a Day", """
+article(
+    "tides",
+    "fieldnotebook",
+    "/earth/2023/08/why-the-sea-has-two-tides-a-day",
+    "Why the Sea Has Two Tides a Day",
+    """
 Anyone who spends a day at the coast will notice that the sea creeps up the beach and then retreats
 again. In most places this happens twice a day, with high tides arriving about fifty minutes later
 each day than the day before.
@@ -266,10 +320,15 @@ smaller.
 
 Local geography can change the picture dramatically. In a narrow bay the rising water can be
 funnelled into a range of many metres, while some enclosed seas hardly have a tide at all.
-""")
+""",
+)
 
-article("sky", "curiousminds", "/explainers/why-is-the-sky-blue",
-        "Why Is the Sky Blue?", """
+article(
+    "sky",
+    "curiousminds",
+    "/explainers/why-is-the-sky-blue",
+    "Why Is the Sky Blue?",
+    """
 It is one of the first questions children ask, and the answer involves a surprising amount of
 physics. Sunlight looks white, but it is really a mixture of every colour of the rainbow, each with a
 different wavelength.
@@ -290,10 +349,15 @@ are also more sensitive to blue, and the brain blends the mixture into the famil
 At sunset, light has to travel through a much thicker layer of air to reach us. By the time it
 arrives, most of the blue has been scattered away, leaving the reds and oranges that make evening
 skies so striking.
-""")
+""",
+)
 
-article("bees", "backyardalmanac", "/wildlife/how-honeybees-survive-the-winter",
-        "How Honeybees Survive the Winter", """
+article(
+    "bees",
+    "backyardalmanac",
+    "/wildlife/how-honeybees-survive-the-winter",
+    "How Honeybees Survive the Winter",
+    """
 Unlike wasps and bumblebees, which leave only a few mated queens to survive the cold months, a
 honeybee colony stays alive through the entire winter. It manages this with stored honey and a
 remarkable piece of group behaviour known as the winter cluster.
@@ -311,10 +375,15 @@ or more before spring, so beekeepers must leave enough stores in the autumn.
 On mild, sunny days, the bees break the cluster and fly out briefly to relieve themselves, since they
 will not soil the inside of the hive. Seeing a few bees at the entrance in January is a good sign
 that the colony is still alive.
-""")
+""",
+)
 
-article("fungi", "curiousminds", "/explainers/the-hidden-partnership-between-fungi-and-trees",
-        "The Hidden Partnership Between Fungi and Trees", """
+article(
+    "fungi",
+    "curiousminds",
+    "/explainers/the-hidden-partnership-between-fungi-and-trees",
+    "The Hidden Partnership Between Fungi and Trees",
+    """
 Walk through a forest and you will see trunks, leaves and perhaps a few mushrooms. What you will not
 see is the vast network of fungal threads that runs through the soil beneath your feet, connecting
 the roots of many of the trees around you.
@@ -332,10 +401,15 @@ Popular articles sometimes describe these networks as a wood wide web through wh
 and warnings. Researchers are more cautious. There is good evidence that fungi link different plants,
 but how much material actually moves between trees, and whether that movement helps them, is still
 being studied.
-""")
+""",
+)
 
-article("gothic", "longagoweekly", "/articles/flying-buttress-gothic-cathedrals",
-        "The Flying Buttress and the Rise of Gothic Cathedrals", """
+article(
+    "gothic",
+    "longagoweekly",
+    "/articles/flying-buttress-gothic-cathedrals",
+    "The Flying Buttress and the Rise of Gothic Cathedrals",
+    """
 In the twelfth century, builders in northern France began to raise churches that seemed to defy the
 weight of stone. Their walls were thinner, their windows were larger, and their vaults climbed to
 heights that earlier masons would not have dared to attempt.
@@ -353,10 +427,15 @@ enormous windows filled with stained glass.
 The results can still be seen at Chartres, Amiens and many other cathedrals. Inside, visitors
 experience a tall, luminous space; outside, the buttresses form a forest of stone that reveals
 exactly how the building stands.
-""")
+""",
+)
 
-article("chisel", "hearthandtable", "/workshop/sharpening-a-chisel-by-hand",
-        "Sharpening a Chisel by Hand", """
+article(
+    "chisel",
+    "hearthandtable",
+    "/workshop/sharpening-a-chisel-by-hand",
+    "Sharpening a Chisel by Hand",
+    """
 A sharp chisel slices cleanly through end grain and leaves a surface that needs no sanding. A dull
 one crushes the wood fibres, wanders off the line and makes every job harder and more dangerous.
 Learning to sharpen by hand is one of the most useful skills a woodworker can develop.
@@ -374,10 +453,15 @@ then remove the burr with a few strokes on the flat back.
 Test the edge by paring a thin shaving from the end of a piece of softwood. If it leaves a glassy
 surface, the chisel is ready. A few strokes on the finest stone every so often will keep it that way
 for a long time.
-""")
+""",
+)
 
-article("storm", "curiousminds", "/explainers/how-a-thunderstorm-is-born",
-        "How a Thunderstorm Is Born", """
+article(
+    "storm",
+    "curiousminds",
+    "/explainers/how-a-thunderstorm-is-born",
+    "How a Thunderstorm Is Born",
+    """
 A summer afternoon can change quickly. A sky that was clear at noon may fill with towering clouds by
 three o'clock, and by evening there can be thunder, heavy rain and even hail. Behind this drama is a
 simple ingredient: warm, moist air that rises.
@@ -395,10 +479,15 @@ and the sudden heating of the air produces the shock wave we hear as thunder.
 Most storms last less than an hour. As rain falls, it drags cool air down with it, and this downdraft
 eventually cuts off the supply of warm air that fed the storm. The same gust of cool air, spreading
 out along the ground, can trigger new storms nearby.
-""")
+""",
+)
 
-article("chain", "backyardalmanac", "/outdoors/looking-after-your-bicycle-chain",
-        "Looking After Your Bicycle Chain", """
+article(
+    "chain",
+    "backyardalmanac",
+    "/outdoors/looking-after-your-bicycle-chain",
+    "Looking After Your Bicycle Chain",
+    """
 The chain is the hardest-working part of a bicycle, and it is also the part most often neglected. A
 dirty, dry chain wastes energy, makes gear changes sluggish and wears out the expensive cogs and
 chainrings it runs over.
@@ -416,10 +505,15 @@ good.
 Chains also stretch as their pins and rollers wear. A cheap checking tool will show when a chain has
 reached the point where it should be replaced. Changing it in time costs far less than replacing a
 full set of worn gears.
-""")
+""",
+)
 
-article("coffee", "hearthandtable", "/drinks/better-pour-over-coffee",
-        "Getting Better Results from Pour-Over Coffee", """
+article(
+    "coffee",
+    "hearthandtable",
+    "/drinks/better-pour-over-coffee",
+    "Getting Better Results from Pour-Over Coffee",
+    """
 Pour-over brewing has a reputation for being fussy, but the method is really about controlling a few
 simple variables. Once you understand them, it becomes easy to make a cup that tastes clean, sweet
 and balanced.
@@ -436,10 +530,15 @@ Heat the water to just below boiling and pour a small amount over the grounds fi
 them evenly. Wait about thirty seconds while the coffee releases gas and swells, then pour the rest
 in slow circles. Fresh beans, roasted within the last few weeks, will reward this care far more than
 old ones.
-""")
+""",
+)
 
-article("lava", "fieldnotebook", "/earth/2024/01/reading-the-shapes-of-lava",
-        "Reading the Shapes of Lava", """
+article(
+    "lava",
+    "fieldnotebook",
+    "/earth/2024/01/reading-the-shapes-of-lava",
+    "Reading the Shapes of Lava",
+    """
 Lava does not always look the same when it cools, and volcanologists have borrowed two Hawaiian words
 to describe the most common forms. Pahoehoe has a smooth, ropy surface, while aa is rough, jagged and
 broken into sharp clinkers.
@@ -456,10 +555,15 @@ into aa. The change usually goes in only one direction, so aa does not turn back
 Walking across the two surfaces makes the difference obvious. Old pahoehoe can be crossed in ordinary
 shoes, but aa will quickly shred boots and skin. Reading these textures helps geologists reconstruct
 how past eruptions behaved and where future flows might travel.
-""")
+""",
+)
 
-article("alexandria", "longagoweekly", "/articles/real-story-library-of-alexandria",
-        "The Real Story of the Library of Alexandria", """
+article(
+    "alexandria",
+    "longagoweekly",
+    "/articles/real-story-library-of-alexandria",
+    "The Real Story of the Library of Alexandria",
+    """
 The Library of Alexandria is often imagined as a single grand building that vanished in one
 catastrophic fire, taking the knowledge of the ancient world with it. The real story is longer, less
 dramatic and in some ways more interesting.
@@ -477,10 +581,15 @@ library had likely already declined.
 
 Its decline reminds us that knowledge is lost less often through a single disaster than through
 neglect, lack of funding and the slow decay of institutions.
-""")
+""",
+)
 
-article("mercator", "curiousminds", "/explainers/why-greenland-looks-so-big",
-        "Why Greenland Looks So Big on Your Map", """
+article(
+    "mercator",
+    "curiousminds",
+    "/explainers/why-greenland-looks-so-big",
+    "Why Greenland Looks So Big on Your Map",
+    """
 On many wall maps, Greenland appears roughly the same size as Africa. In reality, Africa is about
 fourteen times larger. The distortion is not a mistake but a consequence of the Mercator projection,
 one of the most famous maps ever made.
@@ -497,10 +606,15 @@ they really are.
 Every flat map of the round Earth distorts something, whether area, shape, distance or direction.
 Other projections keep areas correct at the cost of squashed shapes. The best choice depends on what
 the map is for, which is why a globe remains the most honest picture of the planet.
-""")
+""",
+)
 
-article("loanwords", "curiousminds", "/explainers/how-languages-borrow-words",
-        "How Languages Borrow Words", """
+article(
+    "loanwords",
+    "curiousminds",
+    "/explainers/how-languages-borrow-words",
+    "How Languages Borrow Words",
+    """
 English speakers who order a croissant, practise yoga and relax on a patio are using words that came
 from French, Sanskrit and Spanish. Borrowing is one of the most common ways that languages change,
 and no language is entirely free of it.
@@ -517,10 +631,15 @@ time, speakers may forget that the word was ever foreign.
 Borrowing can also reveal history. The large number of Norman French words in English for food, law
 and government reflects the period after 1066 when French speakers held power in England. In the
 same way, the vocabulary of a language can preserve traces of contacts that were never written down.
-""")
+""",
+)
 
-article("clock", "fieldnotebook", "/life/2023/04/the-body-clock-and-jet-lag",
-        "The Body Clock and Why Jet Lag Hurts", """
+article(
+    "clock",
+    "fieldnotebook",
+    "/life/2023/04/the-body-clock-and-jet-lag",
+    "The Body Clock and Why Jet Lag Hurts",
+    """
 Almost every cell in the human body keeps time. Tiny molecular clocks, driven by genes that switch
 each other on and off in a cycle of roughly twenty-four hours, tell our organs when to be active and
 when to rest.
@@ -537,11 +656,16 @@ is what we experience as jet lag.
 The body usually adjusts by about one hour per day. Getting outside in daylight at the right time,
 eating meals on local time and avoiding long naps can all help the internal clocks catch up more
 quickly.
-""")
+""",
+)
 
 # The page whose gzip member gets corrupted (its text never reaches the pipeline).
-article("tea", "hearthandtable", "/drinks/from-leaf-to-cup-how-tea-is-processed",
-        "From Leaf to Cup: How Tea Is Processed", """
+article(
+    "tea",
+    "hearthandtable",
+    "/drinks/from-leaf-to-cup-how-tea-is-processed",
+    "From Leaf to Cup: How Tea Is Processed",
+    """
 All true tea comes from a single plant, Camellia sinensis, yet green, black, oolong and white teas
 taste very different. The difference lies almost entirely in what happens to the leaves after they
 are picked.
@@ -554,25 +678,36 @@ character of the leaf.
 Black tea is made by doing the opposite. The leaves are withered, rolled to break their cell walls
 and then left to oxidise fully, which turns them dark and develops malty, rich flavours. Oolong sits
 between the two, with the leaves partly oxidised and often shaped into tight balls or long twists.
-""")
+""",
+)
 
 # Near-duplicate edits: (original key, [(old sentence, new sentence or old+appended)])
 NEAR_EDITS = {
-    "jupiter": [(
-        "Brace your binoculars against a fence post or a wall, because even a small tremor will make "
-        "the moons hard to separate from the glare of the planet.",
-        "A small tripod adapter is worth buying, because holding binoculars steady by hand for more "
-        "than a minute is surprisingly difficult.")],
-    "compost": [(
-        "the material at the bottom of the heap will be dark, crumbly and ready to use.",
-        "the material at the bottom of the heap will be dark, crumbly and ready to use. Readers in "
-        "cold climates often ask whether the heap can be left alone over winter, and the answer is "
-        "yes: it will simply rest until spring.")],
+    "jupiter": [
+        (
+            "Brace your binoculars against a fence post or a wall, because even a small tremor will make "
+            "the moons hard to separate from the glare of the planet.",
+            "A small tripod adapter is worth buying, because holding binoculars steady by hand for more "
+            "than a minute is surprisingly difficult.",
+        )
+    ],
+    "compost": [
+        (
+            "the material at the bottom of the heap will be dark, crumbly and ready to use.",
+            "the material at the bottom of the heap will be dark, crumbly and ready to use. Readers in "
+            "cold climates often ask whether the heap can be left alone over winter, and the answer is "
+            "yes: it will simply rest until spring.",
+        )
+    ],
     "tides": [
-        ("The Sun has an effect too, although it is less than half as strong.",
-         "The Sun matters too, although its pull is less than half as strong."),
-        ("In a narrow bay the rising water can be funnelled into a range of many metres,",
-         "In the Bay of Fundy the rising water is funnelled into a range of over fifteen metres,"),
+        (
+            "The Sun has an effect too, although it is less than half as strong.",
+            "The Sun matters too, although its pull is less than half as strong.",
+        ),
+        (
+            "In a narrow bay the rising water can be funnelled into a range of many metres,",
+            "In the Bay of Fundy the rising water is funnelled into a range of over fifteen metres,",
+        ),
     ],
 }
 
@@ -580,8 +715,13 @@ NEAR_EDITS = {
 # Non-English pages: key -> (site, path, lang, charset, title, paragraphs)
 # --------------------------------------------------------------------------------------------
 FOREIGN = {
-    "fr": ("carnetgourmand", "/recettes/les-secrets-du-pain-de-campagne", "fr", "utf-8",
-           "Les secrets du pain de campagne", paras("""
+    "fr": (
+        "carnetgourmand",
+        "/recettes/les-secrets-du-pain-de-campagne",
+        "fr",
+        "utf-8",
+        "Les secrets du pain de campagne",
+        paras("""
 Le pain de campagne occupe une place particulière dans la cuisine française. Autrefois, les familles
 rurales cuisaient de grosses miches une fois par semaine dans le four du village, et ce pain devait
 se conserver plusieurs jours sans durcir. Sa croûte épaisse et sa mie dense, légèrement acide,
@@ -592,9 +732,15 @@ de farine de blé, d'un peu de farine de seigle, d'eau et de sel, doit reposer p
 heures. Pendant ce temps, les levures et les bactéries développent les arômes et donnent au pain sa
 texture si caractéristique. Une cuisson dans une cocotte en fonte bien chaude permet enfin d'obtenir
 une croûte dorée et croustillante, presque comme celle des boulangers.
-""")),
-    "de": ("wanderfreunde", "/touren/herbstwandern-im-schwarzwald", "de", "utf-8",
-           "Herbstwandern im Schwarzwald", paras("""
+"""),
+    ),
+    "de": (
+        "wanderfreunde",
+        "/touren/herbstwandern-im-schwarzwald",
+        "de",
+        "utf-8",
+        "Herbstwandern im Schwarzwald",
+        paras("""
 Der Schwarzwald gehört zu den beliebtesten Wandergebieten in Deutschland, und besonders im Herbst
 zeigt er sich von seiner schönsten Seite. Wenn sich die Buchen und Ahornbäume gelb und rot färben,
 leuchten die Hänge zwischen den dunklen Tannen, und über den Tälern liegt am Morgen oft ein dichter
@@ -605,9 +751,15 @@ aufbricht, kann auf den Höhen des Feldbergs oder des Belchens bei klarem Wetter
 blicken. Unterwegs laden Hütten und Gasthäuser zu einer Rast ein, wo man eine kräftige Suppe oder ein
 Stück Schwarzwälder Kirschtorte genießen kann. Wichtig sind gutes Schuhwerk und warme Kleidung, denn
 das Wetter in den Bergen kann schnell umschlagen, und die Tage werden im Oktober spürbar kürzer.
-""")),
-    "es": ("historiasdesabor", "/articulos/la-historia-del-chocolate", "es", "utf-8",
-           "La historia del chocolate", paras("""
+"""),
+    ),
+    "es": (
+        "historiasdesabor",
+        "/articulos/la-historia-del-chocolate",
+        "es",
+        "utf-8",
+        "La historia del chocolate",
+        paras("""
 Mucho antes de convertirse en una golosina, el chocolate era una bebida sagrada en Mesoamérica. Los
 mayas y los aztecas tostaban y molían las semillas de cacao, las mezclaban con agua, chile y especias,
 y las batían hasta obtener una espuma amarga que se servía en ceremonias y banquetes. Las semillas
@@ -617,9 +769,15 @@ Cuando los españoles llegaron a América en el siglo dieciséis, llevaron el ca
 añadió azúcar y canela, y la bebida se puso de moda entre la nobleza. Con el paso del tiempo, los
 avances técnicos del siglo diecinueve permitieron fabricar chocolate sólido a gran escala, y lo que
 había sido un lujo de reyes terminó al alcance de casi todo el mundo.
-""")),
-    "ru": ("zelenydom", "/sovety/uhod-za-komnatnymi-rasteniyami-zimoy", "ru", "utf-8",
-           "Как ухаживать за комнатными растениями зимой", paras("""
+"""),
+    ),
+    "ru": (
+        "zelenydom",
+        "/sovety/uhod-za-komnatnymi-rasteniyami-zimoy",
+        "ru",
+        "utf-8",
+        "Как ухаживать за комнатными растениями зимой",
+        paras("""
 Зима — непростое время для комнатных растений. Световой день становится коротким, батареи
 пересушивают воздух, а на подоконниках бывает холодно из-за сквозняков. Поэтому уход за цветами в
 этот период нужно заметно изменить.
@@ -632,9 +790,15 @@ había sido un lujo de reyes terminó al alcance de casi todo el mundo.
 Чтобы растениям хватало света, переставьте их ближе к южным или восточным окнам, а при необходимости
 используйте специальные лампы. Сухой воздух можно увлажнить, поставив рядом с горшками поддоны с
 мокрой галькой. Весной, когда дни станут длиннее, растения снова начнут активно расти.
-""")),
-    "ru1251": ("puteshestviya", "/stati/istoriya-transsiba", "ru", "windows-1251",
-               "История Транссибирской магистрали", paras("""
+"""),
+    ),
+    "ru1251": (
+        "puteshestviya",
+        "/stati/istoriya-transsiba",
+        "ru",
+        "windows-1251",
+        "История Транссибирской магистрали",
+        paras("""
 Транссибирская магистраль — самая длинная железная дорога в мире. Её протяжённость от Москвы до
 Владивостока превышает девять тысяч километров, а поезд проходит этот путь почти за неделю,
 пересекая восемь часовых поясов.
@@ -648,7 +812,8 @@ había sido un lujo de reyes terminó al alcance de casi todo el mundo.
 переселенцы, а товары стали быстрее попадать из восточных областей страны в центральные. И сегодня
 по этим путям идут пассажирские и грузовые поезда, а путешествие по Транссибу остаётся мечтой многих
 туристов.
-""")),
+"""),
+    ),
 }
 
 # --------------------------------------------------------------------------------------------
@@ -656,130 +821,220 @@ había sido un lujo de reyes terminó al alcance de casi todo el mundo.
 # --------------------------------------------------------------------------------------------
 SITES = {
     "fieldnotebook": dict(
-        host="www.fieldnotebook.example", name="The Field Notebook", lang="en",
-        nav=[("/", "Home"), ("/earth/", "Earth"), ("/space/", "Space"), ("/life/", "Life"),
-             ("/newsletter", "Newsletter"), ("/about", "About us")],
+        host="www.fieldnotebook.example",
+        name="The Field Notebook",
+        lang="en",
+        nav=[
+            ("/", "Home"),
+            ("/earth/", "Earth"),
+            ("/space/", "Space"),
+            ("/life/", "Life"),
+            ("/newsletter", "Newsletter"),
+            ("/about", "About us"),
+        ],
         css="body{font-family:Georgia,serif;margin:0;color:#222}.site-nav a{margin-right:1em;color:#0a5}"
-            "article{max-width:42em;margin:2em auto}footer{font-size:small;color:#666}",
+        "article{max-width:42em;margin:2em auto}footer{font-size:small;color:#666}",
         head_js="window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments);}"
-                "gtag('js',new Date());gtag('config','G-FIELD0001');",
-        footer=["\u00a9 2024 The Field Notebook. All rights reserved.",
-                "Privacy policy \u00b7 Terms of use \u00b7 Contact the editors"],
-        related="More from The Field Notebook"),
+        "gtag('js',new Date());gtag('config','G-FIELD0001');",
+        footer=[
+            "\u00a9 2024 The Field Notebook. All rights reserved.",
+            "Privacy policy \u00b7 Terms of use \u00b7 Contact the editors",
+        ],
+        related="More from The Field Notebook",
+    ),
     "hearthandtable": dict(
-        host="hearthandtable.example", name="Hearth & Table", lang="en",
-        nav=[("/", "Home"), ("/recipes/", "Recipes"), ("/baking/", "Baking"), ("/drinks/", "Drinks"),
-             ("/workshop/", "Workshop"), ("/shop", "Shop")],
+        host="hearthandtable.example",
+        name="Hearth & Table",
+        lang="en",
+        nav=[
+            ("/", "Home"),
+            ("/recipes/", "Recipes"),
+            ("/baking/", "Baking"),
+            ("/drinks/", "Drinks"),
+            ("/workshop/", "Workshop"),
+            ("/shop", "Shop"),
+        ],
         css=".topbar{background:#f7efe4;padding:.5em}.entry{font:17px/1.6 sans-serif}"
-            ".entry h1{font-size:2.2em}.cookie-banner{position:fixed;bottom:0}",
+        ".entry h1{font-size:2.2em}.cookie-banner{position:fixed;bottom:0}",
         head_js="(function(){var s=document.createElement('script');s.async=true;"
-                "s.src='https://ads.hearthandtable.example/loader.js';document.head.appendChild(s);})();",
-        footer=["Hearth & Table is a reader-supported kitchen journal.",
-                "Sign up for our weekly recipes \u00b7 Advertise \u00b7 Cookie settings"],
-        related="Readers also enjoyed"),
+        "s.src='https://ads.hearthandtable.example/loader.js';document.head.appendChild(s);})();",
+        footer=[
+            "Hearth & Table is a reader-supported kitchen journal.",
+            "Sign up for our weekly recipes \u00b7 Advertise \u00b7 Cookie settings",
+        ],
+        related="Readers also enjoyed",
+    ),
     "longagoweekly": dict(
-        host="www.longagoweekly.example", name="Long Ago Weekly", lang="en",
-        nav=[("/", "Front page"), ("/articles/", "Articles"), ("/podcast/", "Podcast"),
-             ("/archive/", "Archive"), ("/donate", "Support us")],
+        host="www.longagoweekly.example",
+        name="Long Ago Weekly",
+        lang="en",
+        nav=[
+            ("/", "Front page"),
+            ("/articles/", "Articles"),
+            ("/podcast/", "Podcast"),
+            ("/archive/", "Archive"),
+            ("/donate", "Support us"),
+        ],
         css="#masthead{border-bottom:3px double #000}.post-body p{text-indent:1.5em}"
-            ".share a{display:inline-block;margin:0 .3em}",
+        ".share a{display:inline-block;margin:0 .3em}",
         head_js="var _paq=window._paq=window._paq||[];_paq.push(['trackPageView']);",
-        footer=["Long Ago Weekly \u2014 history for curious readers since 2009.",
-                "Editorial policy \u00b7 Corrections \u00b7 Privacy"],
-        related="Further reading"),
+        footer=[
+            "Long Ago Weekly \u2014 history for curious readers since 2009.",
+            "Editorial policy \u00b7 Corrections \u00b7 Privacy",
+        ],
+        related="Further reading",
+    ),
     "backyardalmanac": dict(
-        host="backyardalmanac.example", name="Backyard Almanac", lang="en",
-        nav=[("/", "Home"), ("/guides/", "Guides"), ("/wildlife/", "Wildlife"),
-             ("/outdoors/", "Outdoors"), ("/calendar", "Planting calendar"), ("/forum", "Forum")],
+        host="backyardalmanac.example",
+        name="Backyard Almanac",
+        lang="en",
+        nav=[
+            ("/", "Home"),
+            ("/guides/", "Guides"),
+            ("/wildlife/", "Wildlife"),
+            ("/outdoors/", "Outdoors"),
+            ("/calendar", "Planting calendar"),
+            ("/forum", "Forum"),
+        ],
         css="header{background:#2f4f2f;color:#fff}main{display:flex}article{flex:3}aside{flex:1}",
         head_js="document.documentElement.className+=' js';",
-        footer=["Backyard Almanac \u00b7 Growing things since 2012",
-                "About \u00b7 Write for us \u00b7 Privacy \u00b7 Terms"],
-        related="Popular guides"),
+        footer=[
+            "Backyard Almanac \u00b7 Growing things since 2012",
+            "About \u00b7 Write for us \u00b7 Privacy \u00b7 Terms",
+        ],
+        related="Popular guides",
+    ),
     "curiousminds": dict(
-        host="www.curiousminds.example", name="Curious Minds", lang="en",
-        nav=[("/", "Home"), ("/explainers/", "Explainers"), ("/quizzes/", "Quizzes"),
-             ("/ask", "Ask a question"), ("/login", "Log in")],
+        host="www.curiousminds.example",
+        name="Curious Minds",
+        lang="en",
+        nav=[
+            ("/", "Home"),
+            ("/explainers/", "Explainers"),
+            ("/quizzes/", "Quizzes"),
+            ("/ask", "Ask a question"),
+            ("/login", "Log in"),
+        ],
         css=".navbar{display:flex;gap:1rem}.explainer{max-width:720px}.newsletter-box{border:1px solid #ccc}",
         head_js="window.__CM__={section:'explainers',abTest:'b'};",
-        footer=["Curious Minds explains the science of everyday life.",
-                "Our team \u00b7 Newsletter \u00b7 Privacy \u00b7 Accessibility"],
-        related="Keep exploring"),
+        footer=[
+            "Curious Minds explains the science of everyday life.",
+            "Our team \u00b7 Newsletter \u00b7 Privacy \u00b7 Accessibility",
+        ],
+        related="Keep exploring",
+    ),
     "dailyreadsdigest": dict(
-        host="dailyreadsdigest.example", name="Daily Reads Digest", lang="en",
-        nav=[("/", "Top stories"), ("/science", "Science"), ("/history", "History"),
-             ("/food", "Food"), ("/trending", "Trending")],
+        host="dailyreadsdigest.example",
+        name="Daily Reads Digest",
+        lang="en",
+        nav=[
+            ("/", "Top stories"),
+            ("/science", "Science"),
+            ("/history", "History"),
+            ("/food", "Food"),
+            ("/trending", "Trending"),
+        ],
         css=".digest-wrap{max-width:960px;margin:auto}.ad-slot{min-height:250px;background:#eee}",
         head_js="window.googletag=window.googletag||{cmd:[]};googletag.cmd.push(function(){});",
-        footer=["Daily Reads Digest collects the best reading from around the web.",
-                "Submit a link \u00b7 Terms \u00b7 Privacy \u00b7 Do not sell my information"],
-        related="Trending now"),
+        footer=[
+            "Daily Reads Digest collects the best reading from around the web.",
+            "Submit a link \u00b7 Terms \u00b7 Privacy \u00b7 Do not sell my information",
+        ],
+        related="Trending now",
+    ),
     "carnetgourmand": dict(
-        host="www.carnetgourmand.example", name="Le Carnet Gourmand", lang="fr",
-        nav=[("/", "Accueil"), ("/recettes/", "Recettes"), ("/boulangerie/", "Boulangerie"),
-             ("/contact", "Contact")],
+        host="www.carnetgourmand.example",
+        name="Le Carnet Gourmand",
+        lang="fr",
+        nav=[("/", "Accueil"), ("/recettes/", "Recettes"), ("/boulangerie/", "Boulangerie"), ("/contact", "Contact")],
         css="body{font-family:sans-serif}article{max-width:40em}",
         head_js="window.cg={page:'recette'};",
-        footer=["\u00a9 2024 Le Carnet Gourmand. Tous droits réservés.",
-                "Mentions légales \u00b7 Politique de confidentialité"],
-        related="À lire aussi"),
+        footer=[
+            "\u00a9 2024 Le Carnet Gourmand. Tous droits réservés.",
+            "Mentions légales \u00b7 Politique de confidentialité",
+        ],
+        related="À lire aussi",
+    ),
     "wanderfreunde": dict(
-        host="www.wanderfreunde.example", name="Wanderfreunde", lang="de",
-        nav=[("/", "Startseite"), ("/touren/", "Touren"), ("/ausruestung/", "Ausrüstung"),
-             ("/kontakt", "Kontakt")],
+        host="www.wanderfreunde.example",
+        name="Wanderfreunde",
+        lang="de",
+        nav=[("/", "Startseite"), ("/touren/", "Touren"), ("/ausruestung/", "Ausrüstung"), ("/kontakt", "Kontakt")],
         css="body{font-family:Verdana,sans-serif}.tour{max-width:45em}",
         head_js="window.wf={consent:false};",
         footer=["\u00a9 2024 Wanderfreunde e.V.", "Impressum \u00b7 Datenschutz"],
-        related="Weitere Touren"),
+        related="Weitere Touren",
+    ),
     "historiasdesabor": dict(
-        host="historiasdesabor.example", name="Historias de Sabor", lang="es",
-        nav=[("/", "Inicio"), ("/articulos/", "Artículos"), ("/recetas/", "Recetas"),
-             ("/contacto", "Contacto")],
+        host="historiasdesabor.example",
+        name="Historias de Sabor",
+        lang="es",
+        nav=[("/", "Inicio"), ("/articulos/", "Artículos"), ("/recetas/", "Recetas"), ("/contacto", "Contacto")],
         css="body{font-family:serif}.articulo{max-width:42em}",
         head_js="window.hds={v:2};",
         footer=["\u00a9 2024 Historias de Sabor.", "Aviso legal \u00b7 Política de privacidad"],
-        related="También te puede interesar"),
+        related="También te puede interesar",
+    ),
     "zelenydom": dict(
-        host="zelenydom.example", name="Зелёный дом", lang="ru",
-        nav=[("/", "Главная"), ("/sovety/", "Советы"), ("/rasteniya/", "Растения"),
-             ("/kontakty", "Контакты")],
+        host="zelenydom.example",
+        name="Зелёный дом",
+        lang="ru",
+        nav=[("/", "Главная"), ("/sovety/", "Советы"), ("/rasteniya/", "Растения"), ("/kontakty", "Контакты")],
         css="body{font-family:Arial,sans-serif}.post{max-width:44em}",
         head_js="window.zd={counter:1};",
         footer=["\u00a9 2024 Зелёный дом. Все права защищены.", "Политика конфиденциальности"],
-        related="Читайте также"),
+        related="Читайте также",
+    ),
     "puteshestviya": dict(
-        host="puteshestviya.example", name="Путешествия по России", lang="ru",
-        nav=[("/", "Главная"), ("/stati/", "Статьи"), ("/marshruty/", "Маршруты"),
-             ("/o-nas", "О нас")],
+        host="puteshestviya.example",
+        name="Путешествия по России",
+        lang="ru",
+        nav=[("/", "Главная"), ("/stati/", "Статьи"), ("/marshruty/", "Маршруты"), ("/o-nas", "О нас")],
         css="body{font-family:Tahoma,sans-serif}.stati{max-width:44em}",
         head_js="window.pt={ym:1};",
         footer=["\u00a9 2024 Путешествия по России", "Правила использования материалов"],
-        related="Похожие статьи"),
+        related="Похожие статьи",
+    ),
     "dealhunter": dict(
-        host="cheap-flights-deals-best.example", name="BEST CHEAP FLIGHTS DEALS", lang="en",
+        host="cheap-flights-deals-best.example",
+        name="BEST CHEAP FLIGHTS DEALS",
+        lang="en",
         nav=[("/", "Home"), ("/deals", "Deals"), ("/hotels", "Hotels")],
         css="body{background:#ff0;color:#f00}",
         head_js="setTimeout(function(){window.open('/popup')},3000);",
-        footer=["cheap flights | cheap hotels | best deals"], related="Hot deals"),
+        footer=["cheap flights | cheap hotels | best deals"],
+        related="Hot deals",
+    ),
     "fastenerdepot": dict(
-        host="www.fastenerdepot.example", name="Fastener Depot", lang="en",
+        host="www.fastenerdepot.example",
+        name="Fastener Depot",
+        lang="en",
         nav=[("/", "Home"), ("/catalog/", "Catalog"), ("/cart", "Cart (0)"), ("/account", "My account")],
         css=".sku-list li{font-family:monospace}",
         head_js="window.fd={cart:[]};",
-        footer=["Fastener Depot \u00b7 Free shipping on orders over $50",
-                "Returns \u00b7 Shipping \u00b7 Terms"], related="Customers also bought"),
+        footer=["Fastener Depot \u00b7 Free shipping on orders over $50", "Returns \u00b7 Shipping \u00b7 Terms"],
+        related="Customers also bought",
+    ),
     "guestbook": dict(
-        host="members.pagebuilder.example", name="Dave's Home Page", lang="en",
+        host="members.pagebuilder.example",
+        name="Dave's Home Page",
+        lang="en",
         nav=[("/~dave/", "Home"), ("/~dave/guestbook", "Guestbook"), ("/~dave/links", "Links")],
         css="body{background:#000080;color:#fff}marquee{color:#ff0}",
         head_js="var hits=0;",
-        footer=["Powered by PageBuilder"], related="Webrings"),
+        footer=["Powered by PageBuilder"],
+        related="Webrings",
+    ),
     "comingsoon": dict(
-        host="www.maplegrovebakery.example", name="Maple Grove Bakery", lang="en",
+        host="www.maplegrovebakery.example",
+        name="Maple Grove Bakery",
+        lang="en",
         nav=[("/", "Home")],
         css="body{text-align:center;padding-top:20vh}",
         head_js="",
-        footer=["\u00a9 2024 Maple Grove Bakery"], related=""),
+        footer=["\u00a9 2024 Maple Grove Bakery"],
+        related="",
+    ),
 }
 
 
@@ -787,8 +1042,15 @@ def esc(s: str) -> str:
     return html.escape(s, quote=False)
 
 
-def render_html(site_key: str, title: str, body_html: str, *, charset: str = "utf-8",
-                related: list[tuple[str, str]] = (), breadcrumb: str | None = None) -> str:
+def render_html(
+    site_key: str,
+    title: str,
+    body_html: str,
+    *,
+    charset: str = "utf-8",
+    related: list[tuple[str, str]] = (),
+    breadcrumb: str | None = None,
+) -> str:
     """A full page: head with inline style and script, header nav, main content, aside, footer."""
     s = SITES[site_key]
     nav = "".join(f'<li><a href="{href}">{esc(label)}</a></li>' for href, label in s["nav"])
@@ -798,8 +1060,7 @@ def render_html(site_key: str, title: str, body_html: str, *, charset: str = "ut
         rel = f'<aside class="related">\n<h2>{esc(s["related"])}</h2>\n<ul>{items}</ul>\n</aside>\n'
     crumbs = ""
     if breadcrumb:
-        crumbs = (f'<div class="breadcrumbs"><a href="/">{esc(s["nav"][0][1])}</a> &rsaquo; '
-                  f'{esc(breadcrumb)}</div>\n')
+        crumbs = f'<div class="breadcrumbs"><a href="/">{esc(s["nav"][0][1])}</a> &rsaquo; {esc(breadcrumb)}</div>\n'
     foot = "\n".join(f"<p>{esc(line)}</p>" for line in s["footer"])
     head_js = f"<script>{s['head_js']}</script>\n" if s["head_js"] else ""
     return (
@@ -817,7 +1078,8 @@ def render_html(site_key: str, title: str, body_html: str, *, charset: str = "ut
         f'<footer class="site-footer">\n{foot}\n</footer>\n'
         "<script>document.querySelectorAll('a[data-track]').forEach(function(a){"
         "a.addEventListener('click',function(){console.log('track')})});</script>\n"
-        "</body>\n</html>\n")
+        "</body>\n</html>\n"
+    )
 
 
 def article_html(title: str, ps: list[str], *, wrap: str = "") -> str:
@@ -838,19 +1100,48 @@ def article_html(title: str, ps: list[str], *, wrap: str = "") -> str:
 # Junk pages and non-HTML payloads
 # --------------------------------------------------------------------------------------------
 def junk_nav() -> tuple[str, str]:
-    topics = ["Geology", "Volcanoes", "Earthquakes", "Oceans", "Weather", "Climate", "Astronomy",
-              "Planets", "Stars", "Birds", "Insects", "Fungi", "Trees", "Mammals", "Fossils"]
+    topics = [
+        "Geology",
+        "Volcanoes",
+        "Earthquakes",
+        "Oceans",
+        "Weather",
+        "Climate",
+        "Astronomy",
+        "Planets",
+        "Stars",
+        "Birds",
+        "Insects",
+        "Fungi",
+        "Trees",
+        "Mammals",
+        "Fossils",
+    ]
     links = "".join(f'<li><a href="/topics/{t.lower()}/">{t}</a></li>' for t in topics)
-    body = (f'<div class="topic-index">\n<h2>Browse topics</h2>\n<ul>{links}</ul>\n'
-            '<div class="pager"><a href="?page=1">1</a> <a href="?page=2">2</a> '
-            '<a href="?page=3">3</a> <a href="?page=2">Next &raquo;</a></div>\n</div>\n')
+    body = (
+        f'<div class="topic-index">\n<h2>Browse topics</h2>\n<ul>{links}</ul>\n'
+        '<div class="pager"><a href="?page=1">1</a> <a href="?page=2">2</a> '
+        '<a href="?page=3">3</a> <a href="?page=2">Next &raquo;</a></div>\n</div>\n'
+    )
     text = "\n".join(["Browse topics"] + topics + ["1 2 3 Next \u00bb"])
     return render_html("fieldnotebook", "Topics", body, breadcrumb="Topics"), text
 
 
 def junk_spam() -> tuple[str, str]:
-    tags = ["#cheapflights", "#travel", "#deals", "#flightdeals", "#cheaphotels", "#vacation",
-            "#wanderlust", "#travelgram", "#booking", "#lastminute", "#holiday", "#airfare"]
+    tags = [
+        "#cheapflights",
+        "#travel",
+        "#deals",
+        "#flightdeals",
+        "#cheaphotels",
+        "#vacation",
+        "#wanderlust",
+        "#travelgram",
+        "#booking",
+        "#lastminute",
+        "#holiday",
+        "#airfare",
+    ]
     lines = [
         "cheap flights cheap flights best cheap flights deals cheap airline tickets cheap tickets",
         " ".join(tags),
@@ -859,14 +1150,13 @@ def junk_spam() -> tuple[str, str]:
         "CLICK HERE cheap flights 2024 cheap flights today cheap flights deals deals deals",
         " ".join(tags[3:] + tags[:3]),
     ]
-    body = "<div class=\"content\">\n" + "".join(f"<p>{esc(line)}</p>\n" for line in lines) + "</div>\n"
+    body = '<div class="content">\n' + "".join(f"<p>{esc(line)}</p>\n" for line in lines) + "</div>\n"
     return render_html("dealhunter", "cheap flights cheap hotels best deals", body), "\n".join(lines)
 
 
 def junk_bullets() -> tuple[str, str]:
     finishes = ["zinc plated", "stainless steel", "black oxide", "hot-dip galvanized"]
-    sizes = ["M6 x 20", "M6 x 30", "M8 x 25", "M8 x 40", "M10 x 30", "M10 x 50", "M12 x 40",
-             "M12 x 60"]
+    sizes = ["M6 x 20", "M6 x 30", "M8 x 25", "M8 x 40", "M10 x 30", "M10 x 50", "M12 x 40", "M12 x 60"]
     items = []
     n = 0
     for size in sizes:
@@ -874,8 +1164,11 @@ def junk_bullets() -> tuple[str, str]:
             n += 1
             sku = f"HXB-{4100 + n * 7:05d}-{fin.split()[0][:2].upper()}"
             items.append(f"{sku} Hex bolt {size} mm, {fin}, pack of 50 \u2014 ${3.49 + n * 0.37:.2f}")
-    body = ('<div class="catalog">\n<h1>Hex bolts</h1>\n<ul class="sku-list">\n'
-            + "".join(f"<li>{esc(i)}</li>\n" for i in items) + "</ul>\n</div>\n")
+    body = (
+        '<div class="catalog">\n<h1>Hex bolts</h1>\n<ul class="sku-list">\n'
+        + "".join(f"<li>{esc(i)}</li>\n" for i in items)
+        + "</ul>\n</div>\n"
+    )
     text = "Hex bolts\n" + "\n".join("- " + i for i in items)
     return render_html("fastenerdepot", "Hex bolts", body, breadcrumb="Catalog"), text
 
@@ -887,8 +1180,11 @@ def junk_repetition() -> tuple[str, str]:
         lines.append("Sign my guestbook and I will sign yours, click the link below now.")
         if i % 4 == 3:
             lines.append("Free followers and likes here, click the link below now!")
-    body = ('<div class="guestbook">\n<h1>Guestbook</h1>\n'
-            + "".join(f'<div class="entry"><p>{esc(line)}</p></div>\n' for line in lines) + "</div>\n")
+    body = (
+        '<div class="guestbook">\n<h1>Guestbook</h1>\n'
+        + "".join(f'<div class="entry"><p>{esc(line)}</p></div>\n' for line in lines)
+        + "</div>\n"
+    )
     return render_html("guestbook", "Guestbook", body), "\n".join(["Guestbook"] + lines)
 
 
@@ -899,9 +1195,11 @@ def junk_short() -> tuple[str, str]:
 
 
 def not_found_page() -> str:
-    body = ('<div class="error-page">\n<h1>Page not found</h1>\n'
-            "<p>Sorry, the page you are looking for does not exist or has been moved.</p>\n"
-            '<p><a href="/">Return to the homepage</a></p>\n</div>\n')
+    body = (
+        '<div class="error-page">\n<h1>Page not found</h1>\n'
+        "<p>Sorry, the page you are looking for does not exist or has been moved.</p>\n"
+        '<p><a href="/">Return to the homepage</a></p>\n</div>\n'
+    )
     return render_html("curiousminds", "Page not found", body)
 
 
@@ -933,16 +1231,24 @@ def tiny_png() -> bytes:
     """A valid 4x4 RGB PNG. The IDAT uses a stored (uncompressed) deflate block, so the bytes do
     not depend on the zlib build."""
     w = h = 4
-    raw = b"".join(b"\x00" + b"".join(bytes(((x * 60) % 256, (y * 60) % 256, 160))
-                                      for x in range(w)) for y in range(h))
-    stored = (b"\x78\x01" + b"\x01" + struct.pack("<HH", len(raw), 0xFFFF ^ len(raw)) + raw
-              + struct.pack(">I", zlib.adler32(raw)))
+    raw = b"".join(b"\x00" + b"".join(bytes(((x * 60) % 256, (y * 60) % 256, 160)) for x in range(w)) for y in range(h))
+    stored = (
+        b"\x78\x01"
+        + b"\x01"
+        + struct.pack("<HH", len(raw), 0xFFFF ^ len(raw))
+        + raw
+        + struct.pack(">I", zlib.adler32(raw))
+    )
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", stored) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", stored)
+        + chunk(b"IEND", b"")
+    )
     assert zlib.decompress(stored) == raw
     return png
 
@@ -956,7 +1262,7 @@ def norm(text: str) -> str:
 
 def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
     w = text.lower().split()
-    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+    return {tuple(w[i : i + n]) for i in range(len(w) - n + 1)}
 
 
 def jaccard(a: str, b: str) -> float:
@@ -965,8 +1271,7 @@ def jaccard(a: str, b: str) -> float:
 
 
 STOP_WORDS = {"the", "be", "to", "of", "and", "that", "have", "with"}
-BULLETS = ("\u2022", "\u2023", "\u25b6", "\u25cf", "\u25e6", "\u25a0", "\u25a1", "\u25aa", "\u25ab",
-           "\u2013", "-", "*")
+BULLETS = ("\u2022", "\u2023", "\u25b6", "\u25cf", "\u25e6", "\u25a0", "\u25a1", "\u25aa", "\u25ab", "\u2013", "-", "*")
 
 
 def gopher_failures(text: str) -> list[str]:
@@ -994,9 +1299,10 @@ def gopher_failures(text: str) -> list[str]:
             fails.append("ellipsis_lines")
     # repetition
     total_chars = max(1, len(text))
-    for unit, parts, fthr, cthr in (("line", lines, 0.3, 0.2),
-                                     ("paragraph", [p for p in re.split(r"\n{2,}", text) if p.strip()],
-                                      0.3, 0.2)):
+    for unit, parts, fthr, cthr in (
+        ("line", lines, 0.3, 0.2),
+        ("paragraph", [p for p in re.split(r"\n{2,}", text) if p.strip()], 0.3, 0.2),
+    ):
         seen, dup, dup_chars = set(), 0, 0
         for p in parts:
             if p in seen:
@@ -1008,16 +1314,16 @@ def gopher_failures(text: str) -> list[str]:
     lw = [w.lower() for w in words]
     wchars = max(1, sum(len(w) for w in lw))
     for k, thr in ((2, 0.20), (3, 0.18), (4, 0.16)):
-        grams = Counter(tuple(lw[i:i + k]) for i in range(len(lw) - k + 1))
+        grams = Counter(tuple(lw[i : i + k]) for i in range(len(lw) - k + 1))
         if grams:
             g, c = grams.most_common(1)[0]
             if c > 1 and sum(len(x) for x in g) * c / wchars > thr:
                 fails.append(f"top_{k}gram")
     for k, thr in zip(range(5, 11), (0.15, 0.14, 0.13, 0.12, 0.11, 0.10)):
-        grams = Counter(tuple(lw[i:i + k]) for i in range(len(lw) - k + 1))
+        grams = Counter(tuple(lw[i : i + k]) for i in range(len(lw) - k + 1))
         covered = [False] * len(lw)
         for i in range(len(lw) - k + 1):
-            if grams[tuple(lw[i:i + k])] > 1:
+            if grams[tuple(lw[i : i + k])] > 1:
                 for j in range(i, i + k):
                     covered[j] = True
         if sum(len(w) for w, c in zip(lw, covered) if c) / wchars > thr:
@@ -1037,8 +1343,9 @@ def related_for(site: str) -> list[tuple[str, str]]:
     return mine or [("/", "Home")]
 
 
-def article_page(key: str, *, site: str | None = None, path: str | None = None,
-                 title_case=None, wrap: str = "", edits=None) -> dict:
+def article_page(
+    key: str, *, site: str | None = None, path: str | None = None, title_case=None, wrap: str = "", edits=None
+) -> dict:
     osite, opath, title, ps = ARTICLES[key]
     site, path = site or osite, path or opath
     ps = list(ps)
@@ -1048,32 +1355,62 @@ def article_page(key: str, *, site: str | None = None, path: str | None = None,
         ps[hits[0]] = ps[hits[0]].replace(old, new)
     shown_title = title_case(title) if title_case else title
     section = path.strip("/").split("/")[0].replace("-", " ").title()
-    page = render_html(site, shown_title, article_html(shown_title, ps, wrap=wrap),
-                       related=related_for(site), breadcrumb=section)
+    page = render_html(
+        site, shown_title, article_html(shown_title, ps, wrap=wrap), related=related_for(site), breadcrumb=section
+    )
     # the article text as the HTML holds it (source whitespace included)
-    text = "\n\n".join([shown_title] + [p if not wrap else
-                                        "".join(w + (wrap if i % 9 == 8 else " ")
-                                                for i, w in enumerate(p.split(" "))).rstrip()
-                                        for p in ps])
-    return dict(url=url_of(site, path), body=page.encode("utf-8"), charset="utf-8",
-                content_type="text/html; charset=utf-8", article_key=key, text=text, lang="en")
+    text = "\n\n".join(
+        [shown_title]
+        + [
+            p if not wrap else "".join(w + (wrap if i % 9 == 8 else " ") for i, w in enumerate(p.split(" "))).rstrip()
+            for p in ps
+        ]
+    )
+    return dict(
+        url=url_of(site, path),
+        body=page.encode("utf-8"),
+        charset="utf-8",
+        content_type="text/html; charset=utf-8",
+        article_key=key,
+        text=text,
+        lang="en",
+    )
 
 
 def foreign_page(key: str) -> dict:
     site, path, lang, charset, title, ps = FOREIGN[key]
-    page = render_html(site, title, article_html(title, ps), charset=charset,
-                       related=[("/", SITES[site]["nav"][0][1])], breadcrumb=SITES[site]["nav"][1][1])
+    page = render_html(
+        site,
+        title,
+        article_html(title, ps),
+        charset=charset,
+        related=[("/", SITES[site]["nav"][0][1])],
+        breadcrumb=SITES[site]["nav"][1][1],
+    )
     # windows-1251 page: charset only in <meta charset>, not in the HTTP header
     ctype = "text/html" if charset != "utf-8" else "text/html; charset=utf-8"
-    return dict(url=url_of(site, path), body=page.encode(charset), charset=charset,
-                content_type=ctype, kind="non_english", lang=lang,
-                text="\n\n".join([title] + ps))
+    return dict(
+        url=url_of(site, path),
+        body=page.encode(charset),
+        charset=charset,
+        content_type=ctype,
+        kind="non_english",
+        lang=lang,
+        text="\n\n".join([title] + ps),
+    )
 
 
 def junk_page(fn, site: str, path: str, junk_kind: str) -> dict:
     page, text = fn()
-    return dict(url=url_of(site, path), body=page.encode("utf-8"), charset="utf-8",
-                content_type="text/html; charset=utf-8", kind="junk", junk_kind=junk_kind, text=text)
+    return dict(
+        url=url_of(site, path),
+        body=page.encode("utf-8"),
+        charset="utf-8",
+        content_type="text/html; charset=utf-8",
+        kind="junk",
+        junk_kind=junk_kind,
+        text=text,
+    )
 
 
 def plan() -> list[tuple[str, bool, list[dict]]]:
@@ -1095,8 +1432,12 @@ def plan() -> list[tuple[str, bool, list[dict]]]:
         A("press"),
         A("terns"),
         foreign_page("fr"),
-        dict(url=url_of("longagoweekly", "/files/annual-report-2023.pdf"), body=tiny_pdf(),
-             content_type="application/pdf", kind="not_html"),
+        dict(
+            url=url_of("longagoweekly", "/files/annual-report-2023.pdf"),
+            body=tiny_pdf(),
+            content_type="application/pdf",
+            kind="not_html",
+        ),
         A("sourdough"),
         A("tides"),
         junk_page(junk_nav, "fieldnotebook", "/topics/", "nav"),
@@ -1106,8 +1447,7 @@ def plan() -> list[tuple[str, bool, list[dict]]]:
         A("roads"),
         A("bees"),
         # exact copy, later file, whitespace-reflowed source
-        A("canyon", site="dailyreadsdigest", path="/science/2024/03/slot-canyons-carved-by-floods",
-          wrap="\n      "),
+        A("canyon", site="dailyreadsdigest", path="/science/2024/03/slot-canyons-carved-by-floods", wrap="\n      "),
         foreign_page("de"),
         A("fungi"),
         A("chisel"),
@@ -1116,12 +1456,21 @@ def plan() -> list[tuple[str, bool, list[dict]]]:
         junk_page(junk_bullets, "fastenerdepot", "/catalog/hex-bolts?sort=sku", "bullets"),
         A("storm"),
         foreign_page("es"),
-        dict(url=url_of("curiousminds", "/explainers/why-do-cats-purr"), body=not_found_page().encode(),
-             charset="utf-8", content_type="text/html; charset=utf-8", status=(404, "Not Found"),
-             kind="http_error"),
+        dict(
+            url=url_of("curiousminds", "/explainers/why-do-cats-purr"),
+            body=not_found_page().encode(),
+            charset="utf-8",
+            content_type="text/html; charset=utf-8",
+            status=(404, "Not Found"),
+            kind="http_error",
+        ),
         A("chain"),
-        dict(url=url_of("backyardalmanac", "/images/seedling-icon.png"), body=tiny_png(),
-             content_type="image/png", kind="not_html"),
+        dict(
+            url=url_of("backyardalmanac", "/images/seedling-icon.png"),
+            body=tiny_png(),
+            content_type="image/png",
+            kind="not_html",
+        ),
     ]
     f2 = [
         A("coffee"),
@@ -1130,8 +1479,13 @@ def plan() -> list[tuple[str, bool, list[dict]]]:
         dict(type="metadata", of=2),
         foreign_page("ru"),
         # exact copy, later file, upper-cased headline and reflowed source
-        A("sourdough", site="dailyreadsdigest", path="/food/2024/03/keep-your-sourdough-starter-alive",
-          title_case=str.upper, wrap="\n  "),
+        A(
+            "sourdough",
+            site="dailyreadsdigest",
+            path="/food/2024/03/keep-your-sourdough-starter-alive",
+            title_case=str.upper,
+            wrap="\n  ",
+        ),
         near("compost", "dailyreadsdigest", "/food/2024/03/beginners-guide-compost"),
         A("alexandria"),
         junk_page(junk_repetition, "guestbook", "/~dave/guestbook", "repetition"),
@@ -1143,8 +1497,7 @@ def plan() -> list[tuple[str, bool, list[dict]]]:
         A("clock"),
         dict(type="revisit", url=url_of("curiousminds", "/explainers/why-is-the-sky-blue")),
     ]
-    return [("crawl-00000.warc.gz", True, f0), ("crawl-00001.warc.gz", True, f1),
-            ("crawl-00002.warc", False, f2)]
+    return [("crawl-00000.warc.gz", True, f0), ("crawl-00001.warc.gz", True, f1), ("crawl-00002.warc", False, f2)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1202,17 +1555,21 @@ def write_all(out_dir: Path) -> dict:
             return entry
 
         info_id, info_date = ids.next()
-        info = (b"software: crawlbelt scripts/make_fixtures.py\r\n"
-                b"format: WARC File Format 1.0\r\n"
-                b"conformsTo: http://bibnum.bnf.fr/WARC/WARC_ISO_28500_version1_latestdraft.pdf\r\n"
-                b"isPartOf: crawlbelt-fixture-crawl\r\n"
-                b"description: Small hand-built crawl used by crawlbelt's tests\r\n"
-                b"robots: obey\r\n"
-                + f"http-header-user-agent: {USER_AGENT}\r\n".encode())
-        rec = writer.create_warc_record("", "warcinfo", payload=io.BytesIO(info), length=len(info),
-                                        warc_headers_dict={"WARC-Record-ID": info_id,
-                                                           "WARC-Date": info_date,
-                                                           "WARC-Filename": fname})
+        info = (
+            b"software: crawlbelt scripts/make_fixtures.py\r\n"
+            b"format: WARC File Format 1.0\r\n"
+            b"conformsTo: http://bibnum.bnf.fr/WARC/WARC_ISO_28500_version1_latestdraft.pdf\r\n"
+            b"isPartOf: crawlbelt-fixture-crawl\r\n"
+            b"description: Small hand-built crawl used by crawlbelt's tests\r\n"
+            b"robots: obey\r\n" + f"http-header-user-agent: {USER_AGENT}\r\n".encode()
+        )
+        rec = writer.create_warc_record(
+            "",
+            "warcinfo",
+            payload=io.BytesIO(info),
+            length=len(info),
+            warc_headers_dict={"WARC-Record-ID": info_id, "WARC-Date": info_date, "WARC-Filename": fname},
+        )
         emit(rec, dict(record_type="warcinfo", url=None, kind="not_document"))
 
         page_ids: list[tuple[str, str, str]] = []  # (response id, date, url) per page, for metadata
@@ -1222,14 +1579,24 @@ def write_all(out_dir: Path) -> dict:
                 resp_id, resp_date, url = page_ids[item["of"]]
                 mid, _ = ids.next()
                 host, _ = split_url(url)
-                payload = (f"via: https://{host}/\r\nhopsFromSeed: L\r\n"
-                           f"fetchTimeMs: {180 + 37 * len(records) % 400}\r\n"
-                           f"outlink: https://{host}/about L a/@href\r\n"
-                           f"outlink: https://{host}/privacy L a/@href\r\n").encode()
+                payload = (
+                    f"via: https://{host}/\r\nhopsFromSeed: L\r\n"
+                    f"fetchTimeMs: {180 + 37 * len(records) % 400}\r\n"
+                    f"outlink: https://{host}/about L a/@href\r\n"
+                    f"outlink: https://{host}/privacy L a/@href\r\n"
+                ).encode()
                 rec = writer.create_warc_record(
-                    url, "metadata", payload=io.BytesIO(payload), length=len(payload),
-                    warc_headers_dict={"WARC-Record-ID": mid, "WARC-Date": resp_date,
-                                       "WARC-Concurrent-To": resp_id, "WARC-Warcinfo-ID": info_id})
+                    url,
+                    "metadata",
+                    payload=io.BytesIO(payload),
+                    length=len(payload),
+                    warc_headers_dict={
+                        "WARC-Record-ID": mid,
+                        "WARC-Date": resp_date,
+                        "WARC-Concurrent-To": resp_id,
+                        "WARC-Warcinfo-ID": info_id,
+                    },
+                )
                 emit(rec, dict(record_type="metadata", url=url, kind="not_document"))
                 continue
 
@@ -1237,43 +1604,92 @@ def write_all(out_dir: Path) -> dict:
             host, path = split_url(url)
             req_id, date = ids.next()
             resp_id, _ = ids.next()
-            req_http = StatusAndHeaders(f"GET {path} HTTP/1.1", [
-                ("Host", host), ("User-Agent", USER_AGENT),
-                ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
-                ("Accept-Language", "en-US,en;q=0.5"), ("Accept-Encoding", "identity"),
-                ("Connection", "close")], is_http_request=True)
-            req = writer.create_warc_record(url, "request", http_headers=req_http, warc_headers_dict={
-                "WARC-Record-ID": req_id, "WARC-Date": date, "WARC-Concurrent-To": resp_id,
-                "WARC-Warcinfo-ID": info_id})
+            req_http = StatusAndHeaders(
+                f"GET {path} HTTP/1.1",
+                [
+                    ("Host", host),
+                    ("User-Agent", USER_AGENT),
+                    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+                    ("Accept-Language", "en-US,en;q=0.5"),
+                    ("Accept-Encoding", "identity"),
+                    ("Connection", "close"),
+                ],
+                is_http_request=True,
+            )
+            req = writer.create_warc_record(
+                url,
+                "request",
+                http_headers=req_http,
+                warc_headers_dict={
+                    "WARC-Record-ID": req_id,
+                    "WARC-Date": date,
+                    "WARC-Concurrent-To": resp_id,
+                    "WARC-Warcinfo-ID": info_id,
+                },
+            )
             emit(req, dict(record_type="request", url=url, kind="not_document"))
 
             if itype == "revisit":
                 orig = seen_responses[url]
                 rec = writer.create_revisit_record(
-                    url, orig["digest"], url, orig["date"], http_headers=StatusAndHeaders(
-                        "200 OK", orig["http"], protocol="HTTP/1.1"),
-                    warc_headers_dict={"WARC-Record-ID": resp_id, "WARC-Date": date,
-                                       "WARC-IP-Address": ip_for(host), "WARC-Warcinfo-ID": info_id,
-                                       "WARC-Refers-To": orig["id"]})
+                    url,
+                    orig["digest"],
+                    url,
+                    orig["date"],
+                    http_headers=StatusAndHeaders("200 OK", orig["http"], protocol="HTTP/1.1"),
+                    warc_headers_dict={
+                        "WARC-Record-ID": resp_id,
+                        "WARC-Date": date,
+                        "WARC-IP-Address": ip_for(host),
+                        "WARC-Warcinfo-ID": info_id,
+                        "WARC-Refers-To": orig["id"],
+                    },
+                )
                 rec.http_headers.replace_header("Date", http_date(date))
-                emit(rec, dict(record_type="revisit", url=url, kind="not_document", http_status=200,
-                               refers_to_url=url, refers_to_date=orig["date"]))
+                emit(
+                    rec,
+                    dict(
+                        record_type="revisit",
+                        url=url,
+                        kind="not_document",
+                        http_status=200,
+                        refers_to_url=url,
+                        refers_to_date=orig["date"],
+                    ),
+                )
                 continue
 
             body = item["body"]
             code, reason = item.get("status", (200, "OK"))
-            http_headers = [("Date", http_date(date)), ("Server", "nginx"),
-                            ("Content-Type", item["content_type"]),
-                            ("Content-Length", str(len(body))),
-                            ("Last-Modified", "Fri, 01 Mar 2024 12:00:00 GMT"),
-                            ("Cache-Control", "max-age=600"), ("Connection", "close")]
+            http_headers = [
+                ("Date", http_date(date)),
+                ("Server", "nginx"),
+                ("Content-Type", item["content_type"]),
+                ("Content-Length", str(len(body))),
+                ("Last-Modified", "Fri, 01 Mar 2024 12:00:00 GMT"),
+                ("Cache-Control", "max-age=600"),
+                ("Connection", "close"),
+            ]
             rec = writer.create_warc_record(
-                url, "response", payload=io.BytesIO(body), length=len(body),
+                url,
+                "response",
+                payload=io.BytesIO(body),
+                length=len(body),
                 http_headers=StatusAndHeaders(f"{code} {reason}", list(http_headers), protocol="HTTP/1.1"),
-                warc_headers_dict={"WARC-Record-ID": resp_id, "WARC-Date": date,
-                                   "WARC-IP-Address": ip_for(host), "WARC-Warcinfo-ID": info_id})
-            entry = dict(record_type="response", url=url, kind=item.get("kind"),
-                         http_status=code, content_type=item["content_type"])
+                warc_headers_dict={
+                    "WARC-Record-ID": resp_id,
+                    "WARC-Date": date,
+                    "WARC-IP-Address": ip_for(host),
+                    "WARC-Warcinfo-ID": info_id,
+                },
+            )
+            entry = dict(
+                record_type="response",
+                url=url,
+                kind=item.get("kind"),
+                http_status=code,
+                content_type=item["content_type"],
+            )
             if item.get("malformed"):
                 entry["kind"] = "malformed"
             for k in ("lang", "junk_kind"):
@@ -1284,16 +1700,16 @@ def write_all(out_dir: Path) -> dict:
             entry = emit(rec, entry)
             entry["_item"] = item
             page_ids.append((resp_id, date, url))
-            seen_responses[url] = dict(id=resp_id, date=date, http=http_headers,
-                                       digest=rec.rec_headers.get_header("WARC-Payload-Digest"))
+            seen_responses[url] = dict(
+                id=resp_id, date=date, http=http_headers, digest=rec.rec_headers.get_header("WARC-Payload-Digest")
+            )
 
         data = bytearray(buf.getvalue())
         bad = [r for r in file_records if r.get("kind") == "malformed"]
         if bad:
             assert gz and len(bad) == 1
             r = bad[0]
-            before = [(x["offset"], x["record_type"], x["url"]) for x in file_records
-                      if x["offset"] < r["offset"]]
+            before = [(x["offset"], x["record_type"], x["url"]) for x in file_records if x["offset"] < r["offset"]]
             pos = corrupt_member(data, r["offset"], r["length"], before)
             r["corrupt_bytes_at"] = pos
             r["readable"] = False
@@ -1302,7 +1718,9 @@ def write_all(out_dir: Path) -> dict:
         verify_members(bytes(data), file_records, gz)
         if not bad:
             assert warcio_reading(bytes(data)) == (
-                [(x["offset"], x["record_type"], x["url"]) for x in file_records], None)
+                [(x["offset"], x["record_type"], x["url"]) for x in file_records],
+                None,
+            )
         files_meta.append(dict(name=fname, gzip=gz, records=len(file_records), bytes=len(data)))
         records.extend(file_records)
 
@@ -1315,22 +1733,24 @@ def write_all(out_dir: Path) -> dict:
     expected = dict(
         notes={
             "order": "records are listed in (file name, offset) order; offsets are the byte offset "
-                     "of the record (for .warc.gz, of its gzip member); length is its size in the file",
+            "of the record (for .warc.gz, of its gzip member); length is its size in the file",
             "article_text": "the <h1> and <p> texts of the page's <article>, joined by blank lines",
             "exact_duplicate": "same article text after lower-casing and collapsing whitespace; "
-                               "duplicate_of names the first page of the group in (file, offset) order",
+            "duplicate_of names the first page of the group in (file, offset) order",
             "near_duplicate": "an edited copy of an earlier page; jaccard is the 5-word-shingle Jaccard "
-                              "of the lower-cased whitespace tokens of the two article texts",
+            "of the lower-cased whitespace tokens of the two article texts",
             "malformed": "the gzip member at this offset is corrupted (corrupt_bytes_at is the absolute "
-                         "offset of the overwritten bytes) so inflating it fails; plain warcio "
-                         "ArchiveIterator yields the records before it and then raises "
-                         "ArchiveLoadFailed; the records after it are intact and can be read by "
-                         "starting at their own offsets",
+            "offset of the overwritten bytes) so inflating it fails; plain warcio "
+            "ArchiveIterator yields the records before it and then raises "
+            "ArchiveLoadFailed; the records after it are intact and can be read by "
+            "starting at their own offsets",
             "not_document": "warcinfo, request, metadata and revisit records",
         },
-        files=files_meta, records=records, summary=summary)
-    (out_dir / "expected.json").write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        files=files_meta,
+        records=records,
+        summary=summary,
+    )
+    (out_dir / "expected.json").write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return expected
 
 
@@ -1346,14 +1766,14 @@ def corrupt_member(data: bytearray, start: int, length: int, before: list[tuple]
     pattern = bytes((0xFF, 0x00, 0xA5, 0x5A) * 6)
     for pos in range(start + 32, start + length - 32):
         trial = bytearray(data)
-        trial[pos:pos + len(pattern)] = pattern
+        trial[pos : pos + len(pattern)] = pattern
         try:
-            zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(bytes(trial[start:start + length]))
+            zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(bytes(trial[start : start + length]))
             continue
         except zlib.error:
             pass
         if warcio_reading(bytes(trial)) == (before, "ArchiveLoadFailed"):
-            data[pos:pos + len(pattern)] = pattern
+            data[pos : pos + len(pattern)] = pattern
             return pos
     raise RuntimeError("could not corrupt the member")
 
@@ -1367,8 +1787,7 @@ def warcio_reading(data: bytes) -> tuple[list[tuple], str | None]:
     try:
         for rec in it:
             rec.content_stream().read()
-            got.append((it.get_record_offset(), rec.rec_type,
-                        rec.rec_headers.get_header("WARC-Target-URI")))
+            got.append((it.get_record_offset(), rec.rec_type, rec.rec_headers.get_header("WARC-Target-URI")))
     except Exception as e:  # noqa: BLE001 - we report which one
         err = type(e).__name__
     return got, err
@@ -1377,7 +1796,7 @@ def warcio_reading(data: bytes) -> tuple[list[tuple], str | None]:
 def verify_members(data: bytes, file_records: list[dict], gz: bool) -> None:
     """Every record other than the malformed one must parse on its own from its offset."""
     for r in file_records:
-        chunk = data[r["offset"]:r["offset"] + r["length"]]
+        chunk = data[r["offset"] : r["offset"] + r["length"]]
         if not gz:
             assert chunk.startswith(b"WARC/1.0\r\n")
             continue
@@ -1398,8 +1817,7 @@ def label_documents(records: list[dict]) -> None:
     survivors chosen by (file name, offset) order; record jaccard and check the texts."""
     order = sorted(records, key=lambda r: (r["file"], r["offset"]))
     assert order == records
-    pages = [r for r in records if "_item" in r and r["_item"].get("article_key")
-             and r["kind"] != "malformed"]
+    pages = [r for r in records if "_item" in r and r["_item"].get("article_key") and r["kind"] != "malformed"]
     groups: dict[str, dict] = {}
     for r in pages:
         item = r["_item"]
@@ -1433,7 +1851,7 @@ def label_documents(records: list[dict]) -> None:
     # distinct articles really are distinct; near duplicates resemble only their original
     survivors = list(groups.values())
     for i, a in enumerate(survivors):
-        for b in survivors[i + 1:]:
+        for b in survivors[i + 1 :]:
             assert jaccard(a["_item"]["text"], b["_item"]["text"]) < 0.1, (a["url"], b["url"])
     for r in pages:
         if r["kind"] == "near_duplicate":
@@ -1449,8 +1867,13 @@ def label_documents(records: list[dict]) -> None:
             r["words"] = len(item["text"].split())
         if r["kind"] == "junk":
             fails = gopher_failures(item["text"])
-            want = {"spam": "symbol_ratio", "bullets": "bullet_lines", "repetition": "dup_line",
-                    "short": "word_count", "nav": "word_count"}[r["junk_kind"]]
+            want = {
+                "spam": "symbol_ratio",
+                "bullets": "bullet_lines",
+                "repetition": "dup_line",
+                "short": "word_count",
+                "nav": "word_count",
+            }[r["junk_kind"]]
             assert want in fails, (r["url"], fails)
     kinds = Counter(r["kind"] for r in records)
     assert kinds["exact_duplicate"] == 3 and kinds["near_duplicate"] == 3, kinds
@@ -1464,8 +1887,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(argv[0]) if argv else DEFAULT_OUT
     expected = write_all(out_dir)
     total = sum(f["bytes"] for f in expected["files"])
-    print(f"wrote {len(expected['records'])} records in {len(expected['files'])} files "
-          f"({total} bytes) to {out_dir}")
+    print(f"wrote {len(expected['records'])} records in {len(expected['files'])} files ({total} bytes) to {out_dir}")
     print(json.dumps(expected["summary"]))
     return 0
 

@@ -13,6 +13,7 @@ From ../shared/realhtml/ground_truth.jsonl, the records with a non-empty `main_t
   line after each but the last, which is a line cut short at the end of the file.
 Fixed dates, gzip mtime 0, no randomness: two runs give identical bytes.
 """
+
 from __future__ import annotations
 
 import base64
@@ -40,8 +41,12 @@ BROKEN_LINES = [
     ("no text field", b'{"id": "bad-4", "body": "the text is elsewhere"}', "read:malformed", 'no "text" field'),
     ("text not a string", b'{"id": "bad-5", "text": 42}', "read:malformed", '"text" is a number, not a string'),
     ("text null", b'{"id": "bad-6", "text": null}', "read:malformed", '"text" is null, not a string'),
-    ("last line cut short", b'{"id": "bad-7", "text": "the crawl was cut sh', "read:malformed",
-     "last line cut short: not JSON"),
+    (
+        "last line cut short",
+        b'{"id": "bad-7", "text": "the crawl was cut sh',
+        "read:malformed",
+        "last line cut short: not JSON",
+    ),
 ]
 
 
@@ -52,8 +57,15 @@ def documents(ground_truth: Path = GROUND_TRUTH) -> list[dict]:
         for line in handle:
             record = json.loads(line)
             if record.get("main_text"):
-                docs.append(dict(id=record["warc_record_id"], text=record["main_text"], url=record["target_uri"],
-                                 dataset=record["dataset"], lang=record["lang"]))
+                docs.append(
+                    dict(
+                        id=record["warc_record_id"],
+                        text=record["main_text"],
+                        url=record["target_uri"],
+                        dataset=record["dataset"],
+                        lang=record["lang"],
+                    )
+                )
     return docs
 
 
@@ -82,19 +94,36 @@ def record_id(name: str) -> str:
 
 
 def wet(docs: list[dict]) -> bytes:
-    info = (b"Software-Info: crawlbelt scripts/make_text_inputs.py\r\nExtracted-Date: Mon, 11 Mar 2024 09:00:00 GMT\r\n"
-            b"isPartOf: realhtml\r\ndescription: main texts of ../shared/realhtml's pages\r\n")
-    records = [warc_record([("WARC-Type", "warcinfo"), ("WARC-Date", DATE), ("WARC-Filename", WET_NAME),
-                            ("WARC-Record-ID", record_id(WET_NAME)), ("Content-Type", "application/warc-fields")], info)]
+    info = (
+        b"Software-Info: crawlbelt scripts/make_text_inputs.py\r\nExtracted-Date: Mon, 11 Mar 2024 09:00:00 GMT\r\n"
+        b"isPartOf: realhtml\r\ndescription: main texts of ../shared/realhtml's pages\r\n"
+    )
+    records = [
+        warc_record(
+            [
+                ("WARC-Type", "warcinfo"),
+                ("WARC-Date", DATE),
+                ("WARC-Filename", WET_NAME),
+                ("WARC-Record-ID", record_id(WET_NAME)),
+                ("Content-Type", "application/warc-fields"),
+            ],
+            info,
+        )
+    ]
     for doc in docs:
-        records.append(warc_record([
-            ("WARC-Type", "conversion"),
-            ("WARC-Target-URI", doc["url"]),
-            ("WARC-Date", DATE),
-            ("WARC-Record-ID", record_id(f"conversion:{doc['id']}")),
-            ("WARC-Refers-To", doc["id"]),
-            ("Content-Type", "text/plain"),
-        ], doc["text"].encode("utf-8")))
+        records.append(
+            warc_record(
+                [
+                    ("WARC-Type", "conversion"),
+                    ("WARC-Target-URI", doc["url"]),
+                    ("WARC-Date", DATE),
+                    ("WARC-Record-ID", record_id(f"conversion:{doc['id']}")),
+                    ("WARC-Refers-To", doc["id"]),
+                    ("Content-Type", "text/plain"),
+                ],
+                doc["text"].encode("utf-8"),
+            )
+        )
     return b"".join(records)
 
 
@@ -111,8 +140,10 @@ def write_all(out: Path, ground_truth: Path = GROUND_TRUTH) -> dict[str, int]:
     (out / WET_NAME).write_bytes(wet(docs))
     broken = broken_jsonl(docs)
     (out / "broken.jsonl").write_bytes(broken)
-    written = {name: len(docs) for name in ("realhtml.jsonl", "realhtml.jsonl.gz", "realhtml.jsonl.zst",
-                                           "realhtml.parquet", WET_NAME)}
+    written = {
+        name: len(docs)
+        for name in ("realhtml.jsonl", "realhtml.jsonl.gz", "realhtml.jsonl.zst", "realhtml.parquet", WET_NAME)
+    }
     written["broken.jsonl"] = sum(1 for line in broken.split(b"\n") if line.strip())
     return written
 

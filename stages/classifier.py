@@ -3,6 +3,7 @@
 Both expose `score(text) -> float`; `ClassifierScore` is the stage that writes the score and, given a
 threshold, rejects what falls below it.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,7 @@ class NaiveBayes:
         vocabulary = good.keys() | bad.keys()
         v = len(vocabulary)
         # log P(w|good) / P(w|bad) with P(w|c) = (count_c(w) + 1) / (N_c + V)
-        votes = {
-            w: math.log((good[w] + 1) / (n_good + v)) - math.log((bad[w] + 1) / (n_bad + v)) for w in vocabulary
-        }
+        votes = {w: math.log((good[w] + 1) / (n_good + v)) - math.log((bad[w] + 1) / (n_bad + v)) for w in vocabulary}
         return cls(votes, n_good, n_bad)
 
     @classmethod

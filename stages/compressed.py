@@ -4,6 +4,7 @@ store (gzip, deflate, br, zstd), decoded under a size limit, and `.warc.zst` fil
 Zstandard comes from backports.zstd, Python 3.14's `compression.zstd` for older Pythons (chosen by
 measurement, docs/design.md "Compressed payloads and .warc.zst").
 """
+
 from __future__ import annotations
 
 import struct

@@ -7,6 +7,7 @@ engine; everything here is a plain function over numpy arrays or Arrow tables.
 Survivors are chosen by the fixed total order column `order` (file, then offset), so the result does
 not depend on how rows were split across workers.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,7 +45,7 @@ def sha1_of_normalized(normalized: pa.Array) -> list[str]:
     """Hex SHA-1 of each text of `normalize`'s output."""
     data = memoryview(normalized.buffers()[2])
     offsets = np.frombuffer(normalized.buffers()[1], dtype=np.int64).tolist()
-    return [hashlib.sha1(data[offsets[i]:offsets[i + 1]]).hexdigest() for i in range(len(normalized))]
+    return [hashlib.sha1(data[offsets[i] : offsets[i + 1]]).hexdigest() for i in range(len(normalized))]
 
 
 def _fold_non_ascii(texts: pa.Array) -> pa.Array:
@@ -59,18 +60,46 @@ def _fold_non_ascii(texts: pa.Array) -> pa.Array:
 
 _WORD_BREAK, _REMOVED = 1, 2
 # Unicode's White_Space property, and category Cf (Unicode 14, Python 3.11's unicodedata; a test checks it)
-WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
-               (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)]
-FORMAT = [(0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
-          (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
-          (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
-          (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001),
-          (0xE0020, 0xE007F)]
+WHITE_SPACE = [
+    (0x09, 0x0D),
+    (0x20, 0x20),
+    (0x85, 0x85),
+    (0xA0, 0xA0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x2028, 0x2029),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+]
+FORMAT = [
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+]
 _CHAR_CLASS = np.zeros(0x110000, dtype=np.uint8)  # per code point: 0 kept, _WORD_BREAK or _REMOVED
 for _first, _last in WHITE_SPACE:
-    _CHAR_CLASS[_first:_last + 1] = _WORD_BREAK
+    _CHAR_CLASS[_first : _last + 1] = _WORD_BREAK
 for _first, _last in FORMAT:
-    _CHAR_CLASS[_first:_last + 1] = _REMOVED
+    _CHAR_CLASS[_first : _last + 1] = _REMOVED
 _LOWER_ASCII = np.arange(256, dtype=np.uint8)
 _LOWER_ASCII[65:91] += 32
 
@@ -259,9 +288,10 @@ class MinHasher:
         data, offsets = _string_bytes(normalize(texts))
         list_starts = np.r_[0, np.cumsum(np.diff(offsets) // 2 + 1)]  # a word takes at least 2 bytes
         listed = np.zeros(max(1, list_starts[-1]), dtype=np.uint64)
-        counts = _shingle_kernel(data, offsets, self.shingle_words, self.salt, np.zeros((0, self.num_perm), np.uint32),
-                                 listed, list_starts)
-        return [np.unique(listed[start:start + count]) for start, count in zip(list_starts[:-1], counts)]
+        counts = _shingle_kernel(
+            data, offsets, self.shingle_words, self.salt, np.zeros((0, self.num_perm), np.uint32), listed, list_starts
+        )
+        return [np.unique(listed[start : start + count]) for start, count in zip(list_starts[:-1], counts)]
 
     def _densify(self, signatures: np.ndarray, empty: int, has_shingles: np.ndarray) -> None:
         filled = signatures != empty  # before any borrowing, so a bin only ever borrows an original value
@@ -351,13 +381,13 @@ def exact_duplicates(shard: pa.Table) -> pa.Table:
     """For rows (order, id, key): every row whose key was seen earlier in `order` -> (order, dup_of id)."""
     shard = shard.sort_by([("key", "ascending"), ("order", "ascending")])
     keys = shard["key"]
-    same_as_previous = np.r_[False, pc.equal(keys[1:], keys[:-1]).to_numpy(zero_copy_only=False)] if len(keys) else \
-        np.zeros(0, bool)
+    same_as_previous = (
+        np.r_[False, pc.equal(keys[1:], keys[:-1]).to_numpy(zero_copy_only=False)] if len(keys) else np.zeros(0, bool)
+    )
     positions = np.arange(len(keys))
     group_first = np.maximum.accumulate(np.where(same_as_previous, 0, positions)) if len(keys) else positions
     duplicates = np.flatnonzero(same_as_previous)
-    return pa.table({"order": shard["order"].take(duplicates),
-                     "dup_of": shard["id"].take(group_first[duplicates])})
+    return pa.table({"order": shard["order"].take(duplicates), "dup_of": shard["id"].take(group_first[duplicates])})
 
 
 BUCKET_WINDOW = 8  # a bucket member is linked to at most this many members just before it
@@ -381,8 +411,11 @@ def bucket_candidates(shard: pa.Table) -> pa.Table:
         same = (buckets[j] == buckets[j - step]) & (j - step > first[j])  # the first member is linked already
         sources.append(orders[j[same]])
         targets.append(orders[j[same] - step])
-    pairs = np.unique(np.stack([np.concatenate(sources), np.concatenate(targets)], axis=1), axis=0) \
-        if len(buckets) else np.zeros((0, 2), np.int64)
+    pairs = (
+        np.unique(np.stack([np.concatenate(sources), np.concatenate(targets)], axis=1), axis=0)
+        if len(buckets)
+        else np.zeros((0, 2), np.int64)
+    )
     return pa.table({"order": pa.array(pairs[:, 0], pa.int64()), "linked_to": pa.array(pairs[:, 1], pa.int64())})
 
 
@@ -457,7 +490,7 @@ def components(sources: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np
     """
     nodes, inverse = np.unique(np.concatenate([sources, targets]), return_inverse=True)
     parent = np.arange(len(nodes), dtype=np.int64)
-    union_edges(parent, inverse[: len(sources)].astype(np.int64), inverse[len(sources):].astype(np.int64))
+    union_edges(parent, inverse[: len(sources)].astype(np.int64), inverse[len(sources) :].astype(np.int64))
     resolve_roots(parent)
     members = np.flatnonzero(parent != np.arange(len(nodes)))
     return nodes[members], nodes[parent[members]]

@@ -14,6 +14,7 @@ Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed an
   benchmark at resiliparse's speed;
 - `trafilatura+resiliparse`: trafilatura, and resiliparse for the pages where trafilatura finds nothing.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -174,7 +175,8 @@ def drop_short_lines(text: str, min_words: int = MIN_LINE_WORDS) -> str:
     """`text` without its short lines that do not end a sentence; blank lines (paragraph breaks) stay.
     If nothing would be left, `text` unchanged (the quality stage decides about short pages)."""
     kept = [
-        line for line in text.split("\n")
+        line
+        for line in text.split("\n")
         if not line.strip() or line.rstrip().endswith(_SENTENCE_END) or len(_WORD.findall(line)) >= min_words
     ]
     cleaned = _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip()
@@ -239,11 +241,18 @@ class Extract:
             details.append(detail)
         return {"text": texts, "charset": used}, reasons, details
 
-    def extract_one(self, payload: bytes, http_charset: str | None) -> tuple[str | None, str | None, str | None, str | None]:
+    def extract_one(
+        self, payload: bytes, http_charset: str | None
+    ) -> tuple[str | None, str | None, str | None, str | None]:
         """(text, charset, reject reason, detail) for one page."""
         if self.max_html_bytes is not None and len(payload) > self.max_html_bytes:
             # lxml and trafilatura hold several copies of a page in memory; the time limit alone does not bound that
-            return None, None, "extract:too_large", f"HTML of {len(payload)} bytes, over the {self.max_html_bytes}-byte limit"
+            return (
+                None,
+                None,
+                "extract:too_large",
+                f"HTML of {len(payload)} bytes, over the {self.max_html_bytes}-byte limit",
+            )
         try:
             html, charset = decode_html(payload, http_charset)
         except Exception as error:

@@ -3,6 +3,7 @@
 The stop-word detector needs no model and copes with short snippets where fastText guesses wildly;
 fastText is the real detector for anything longer. `LanguageId` is the stage that uses either or both.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,6 +38,7 @@ def stopword_language(text: str) -> tuple[str, float]:
 
 
 # --- fastText ---------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=1)
 def default_lid_model_path() -> str:

@@ -6,6 +6,7 @@ fixed vocabulary (`language:fr`, `quality:too_short,missing_stop_words`). `detai
 people (what went wrong and where). Records that are not documents (request, metadata, warcinfo,
 revisit) travel as rows with stage `not_document` so that the final counts see every record once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -6,6 +6,7 @@ read epochs_i = w_i * D / N_i times, N_i being its tokens available. A source is
 over all its documents plus, for the fraction of a pass left over, a sample of its documents chosen in
 an order shuffled from the seed, taken until their tokens reach the fraction.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -17,13 +18,13 @@ import numpy as np
 def implied_passes(weights: dict[str, float], available: dict[str, int], budget: int) -> dict[str, float | None]:
     """epochs_i = w_i * D / N_i with the weights normalized; None for a source with no tokens."""
     total = sum(weights.values())
-    return {name: (weights[name] / total * budget / available[name]) if available[name] else None
-            for name in weights}
+    return {name: (weights[name] / total * budget / available[name]) if available[name] else None for name in weights}
 
 
 @dataclass
 class SourceDraw:
     """What the sampler took from one source. `draws` indexes the source's documents, in stream order."""
+
     name: str
     weight: float
     documents: int
@@ -35,10 +36,16 @@ class SourceDraw:
 
     def row(self) -> dict:
         """The mixture table's row for this source."""
-        return {"source": self.name, "weight": self.weight, "documents": self.documents,
-                "tokens_available": self.tokens_available, "tokens_target": self.tokens_target,
-                "tokens_drawn": self.tokens_drawn, "documents_drawn": int(len(self.draws)),
-                "passes": None if self.passes is None else round(self.passes, 4)}
+        return {
+            "source": self.name,
+            "weight": self.weight,
+            "documents": self.documents,
+            "tokens_available": self.tokens_available,
+            "tokens_target": self.tokens_target,
+            "tokens_drawn": self.tokens_drawn,
+            "documents_drawn": int(len(self.draws)),
+            "passes": None if self.passes is None else round(self.passes, 4),
+        }
 
 
 def source_rng(seed: int, name: str) -> np.random.Generator:
@@ -66,20 +73,28 @@ def draw_source(name: str, weight: float, share: float, tokens: np.ndarray, budg
         take = int(np.searchsorted(reached, rest, side="left")) + 1  # the first prefix that reaches `rest`
         parts.append(np.sort(order[:take]))
     draws = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    return SourceDraw(name, weight, len(tokens), available, target, int(tokens[draws].sum()),
-                      target / available, draws.astype(np.int64))
+    return SourceDraw(
+        name,
+        weight,
+        len(tokens),
+        available,
+        target,
+        int(tokens[draws].sum()),
+        target / available,
+        draws.astype(np.int64),
+    )
 
 
-def plan_mixture(sources: list[tuple[str, float, np.ndarray]], budget: int | None, seed: int
-                 ) -> tuple[int, list[SourceDraw]]:
+def plan_mixture(
+    sources: list[tuple[str, float, np.ndarray]], budget: int | None, seed: int
+) -> tuple[int, list[SourceDraw]]:
     """The budget used (None: every available token, so one source alone is read exactly once) and each
     source's draw, for (name, weight, per-document token counts) in config order."""
     available = {name: int(np.sum(tokens)) for name, _, tokens in sources}
     if budget is None:
         budget = sum(available.values())
     total_weight = sum(weight for _, weight, _ in sources)
-    draws = [draw_source(name, weight, weight / total_weight, tokens, budget, seed)
-             for name, weight, tokens in sources]
+    draws = [draw_source(name, weight, weight / total_weight, tokens, budget, seed) for name, weight, tokens in sources]
     return budget, draws
 
 
@@ -90,6 +105,7 @@ def repetition_warnings(draws: list[SourceDraw], max_passes: float) -> list[str]
         if d.passes is None:
             warnings.append(f"source {d.name!r} has weight {d.weight} but no tokens: nothing drawn from it")
         elif d.passes is not None and d.passes > max_passes:
-            warnings.append(f"source {d.name!r} is repeated {d.passes:.2f} passes, more than "
-                            f"mixture.max_passes = {max_passes:g}")
+            warnings.append(
+                f"source {d.name!r} is repeated {d.passes:.2f} passes, more than mixture.max_passes = {max_passes:g}"
+            )
     return warnings

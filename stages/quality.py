@@ -3,6 +3,7 @@
 Each function returns the names of the rules a text breaks (empty list: the text passes), so a verdict
 says every reason at once instead of only the first. The stages turn that list into a reject code.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,6 +77,7 @@ def gopher_quality_rules(
 
 # --- repetition -------------------------------------------------------------------------------
 
+
 def _duplicates(items: list[str]) -> tuple[float, float]:
     """(fraction of items that repeat an earlier one, fraction of characters in those repeats)."""
     seen: set[str] = set()
@@ -141,8 +143,9 @@ def gopher_repetition_batch(
 
     present = [i for i, text in enumerate(texts) if text]
     if present and (top_ngram_char_fracs or dup_ngram_char_fracs):
-        top, dup = _ngram_fractions([texts[i] for i in present], {n for n, _ in top_ngram_char_fracs},
-                                    {n for n, _ in dup_ngram_char_fracs})
+        top, dup = _ngram_fractions(
+            [texts[i] for i in present], {n for n, _ in top_ngram_char_fracs}, {n for n, _ in dup_ngram_char_fracs}
+        )
         for row, i in enumerate(present):
             for n, limit in top_ngram_char_fracs:
                 if top[n][row] > limit:
@@ -203,8 +206,9 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
             if not len(positions):
                 break
             keys = numbers * base + ids[positions + n - 1]
-            _, first, numbers, group_counts = np.unique(keys, return_index=True, return_inverse=True,
-                                                        return_counts=True)
+            _, first, numbers, group_counts = np.unique(
+                keys, return_index=True, return_inverse=True, return_counts=True
+            )
             counts = group_counts[numbers]
         elif n in top or n in dup:
             _, first, group_counts = np.unique(ids, return_index=True, return_counts=True)
@@ -223,14 +227,16 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
             repeat[first] = False  # the first occurrence of an n-gram is not a duplicate
             repeated = positions[repeat]
             if len(repeated):
-                marks = np.cumsum(np.bincount(repeated, minlength=n_words + 1)
-                                  - np.bincount(repeated + n, minlength=n_words + 1))[:n_words]
+                marks = np.cumsum(
+                    np.bincount(repeated, minlength=n_words + 1) - np.bincount(repeated + n, minlength=n_words + 1)
+                )[:n_words]
                 covered = np.add.reduceat(np.where(marks > 0, lengths, 0), starts).tolist()
                 dup[n] = [c / t for c, t in zip(covered, total_chars)]
     return top, dup
 
 
 # --- stages -----------------------------------------------------------------------------------
+
 
 class _RuleStage:
     """Rejects alive rows whose text breaks any rule, with code `<name>:<rule>,<rule>`."""

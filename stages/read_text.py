@@ -10,6 +10,7 @@ Lines are read in bounded chunks, so a line over the size limit is counted (`rea
 ever being held whole. A Parquet file is read in batches of the needed columns; a record's offset is
 its row index.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -26,8 +27,15 @@ from stages.warc_read import STAGE, document_batches, open_local, stable_id
 
 _CHUNK = 1 << 20
 _MISSING = object()
-_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true or false",
-               type(None): "null", dict: "an object"}
+_JSON_TYPES = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+    dict: "an object",
+}
 
 
 class Fields(NamedTuple):
@@ -79,8 +87,9 @@ def read_parquet(
 ) -> Iterator[pa.Table]:
     """Yield tables of DOCUMENT_SCHEMA holding every row of the file exactly once, in order; a file
     without a string text column (or not Parquet at all) is one `read:malformed` row."""
-    rows = _parquet_rows(str(path), batch_size, max_payload_bytes, open_file or open_local,
-                         Fields(text_field, id_field, url_field))
+    rows = _parquet_rows(
+        str(path), batch_size, max_payload_bytes, open_file or open_local, Fields(text_field, id_field, url_field)
+    )
     yield from document_batches(rows, path, file_index, source, batch_size)
 
 
@@ -192,8 +201,15 @@ def _jsonl_row(line: _Line, path: str, limit: int, fields: Fields) -> dict | Non
         found = _JSON_TYPES.get(type(text), type(text).__name__)
         return _malformed(path, line.offset, f'{where}: "{fields.text}" is {found}, not a string')
     record_id = None if fields.id is None else _field(record, fields.id)
-    return _text_row(path, line.offset, text, None if record_id is _MISSING else record_id,
-                     _field(record, fields.url), record.get("date"), "jsonl")
+    return _text_row(
+        path,
+        line.offset,
+        text,
+        None if record_id is _MISSING else record_id,
+        _field(record, fields.url),
+        record.get("date"),
+        "jsonl",
+    )
 
 
 def _json_object(data: bytes, first: bool) -> tuple[dict | None, str | None]:
@@ -228,8 +244,9 @@ def _field(record: dict, name: str):
 # Parquet
 
 
-def _parquet_rows(path: str, batch_size: int, limit: int, open_file: Callable[[str], BinaryIO],
-                  fields: Fields) -> Iterator[dict]:
+def _parquet_rows(
+    path: str, batch_size: int, limit: int, open_file: Callable[[str], BinaryIO], fields: Fields
+) -> Iterator[dict]:
     try:
         handle = open_file(path)
     except OSError as error:

@@ -8,6 +8,7 @@ so a document that crosses a boundary continues in the next sequence, and every 
 in exactly one sequence. What is left at the end (fewer than seq_len + 1 tokens) is dropped and counted,
 or kept as one last sequence padded with the pad id, its `length` telling the real tokens apart.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -29,8 +30,12 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str]) 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special_tokens,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(texts, trainer)
     return tokenizer
 
@@ -64,8 +69,13 @@ def as_tiktoken(tokenizer: Tokenizer) -> tuple[tiktoken.Encoding | None, str]:
         return None, "it has a normalizer"
     if pre.get("type") != "ByteLevel" or pre.get("add_prefix_space") or not pre.get("use_regex", True):
         return None, "its pre-tokenizer is not GPT-2's byte-level one"
-    if (model.get("type") != "BPE" or model.get("dropout") or model.get("continuing_subword_prefix")
-            or model.get("end_of_word_suffix") or model.get("byte_fallback")):
+    if (
+        model.get("type") != "BPE"
+        or model.get("dropout")
+        or model.get("continuing_subword_prefix")
+        or model.get("end_of_word_suffix")
+        or model.get("byte_fallback")
+    ):
         return None, "its model is not a plain BPE"
     added = spec.get("added_tokens") or []
     if not all(t["special"] for t in added):
@@ -137,6 +147,7 @@ class DocumentEncoder:
 @dataclass
 class StreamLayout:
     """How one source's stream of drawn documents falls into sequences."""
+
     starts: np.ndarray  # where each drawn document (end token included) starts in the stream
     tokens: int  # tokens in the stream
     sequences: int
@@ -151,8 +162,13 @@ def stream_layout(lengths: np.ndarray, seq_tokens: int, pad: bool) -> StreamLayo
     total = int(ends[-1]) if len(ends) else 0
     full, rest = divmod(total, seq_tokens)
     padded = pad and rest > 0
-    return StreamLayout(starts=ends - lengths, tokens=total, sequences=full + int(padded),
-                        dropped=0 if pad else rest, padding=seq_tokens - rest if padded else 0)
+    return StreamLayout(
+        starts=ends - lengths,
+        tokens=total,
+        sequences=full + int(padded),
+        dropped=0 if pad else rest,
+        padding=seq_tokens - rest if padded else 0,
+    )
 
 
 def cut(document: np.ndarray, start: int, seq_tokens: int, sequences: int) -> Iterator[tuple[int, int, np.ndarray]]:
@@ -162,11 +178,17 @@ def cut(document: np.ndarray, start: int, seq_tokens: int, sequences: int) -> It
     last = min((end - 1) // seq_tokens, sequences - 1)
     for k in range(start // seq_tokens, last + 1):
         a, b = max(start, k * seq_tokens), min(end, (k + 1) * seq_tokens)
-        yield k, a - k * seq_tokens, document[a - start:b - start]
+        yield k, a - k * seq_tokens, document[a - start : b - start]
 
 
-def assemble(positions: np.ndarray, offsets: np.ndarray, piece_lengths: np.ndarray, values: np.ndarray,
-             seq_tokens: int, fill: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def assemble(
+    positions: np.ndarray,
+    offsets: np.ndarray,
+    piece_lengths: np.ndarray,
+    values: np.ndarray,
+    seq_tokens: int,
+    fill: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sequences from their pieces, given sorted by (position, offset) with `values` concatenated in that
     order: (the index of each sequence's first piece, a (sequences, seq_tokens) matrix with `fill` after
     the real tokens, lengths).
@@ -178,8 +200,11 @@ def assemble(positions: np.ndarray, offsets: np.ndarray, piece_lengths: np.ndarr
         return np.empty(0, np.int64), np.empty((0, seq_tokens), values.dtype), np.empty(0, np.int32)
     firsts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
     lengths = np.add.reduceat(piece_lengths, firsts)
-    expected_offsets = np.cumsum(piece_lengths) - piece_lengths - np.repeat(
-        np.cumsum(lengths) - lengths, np.diff(np.r_[firsts, len(positions)]))
+    expected_offsets = (
+        np.cumsum(piece_lengths)
+        - piece_lengths
+        - np.repeat(np.cumsum(lengths) - lengths, np.diff(np.r_[firsts, len(positions)]))
+    )
     if not np.array_equal(offsets, expected_offsets) or lengths.max() > seq_tokens:
         raise ValueError("the pieces of a sequence do not fit together")
     n = len(firsts)

@@ -15,6 +15,7 @@ A stage that raises on a batch is run again row by row: the rows that raise beco
 exception in `detail`, the others get their results. A result that breaks the contract (not a mapping, a
 column missing or undeclared, a wrong length or type) stops the run with StageError naming the stage.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,8 +60,9 @@ def _arrow_type(name: str, type_name) -> pa.DataType:
     try:
         return pa.type_for_alias(str(type_name))
     except ValueError:
-        raise StageError(f"column {name!r}: {type_name!r} is not an Arrow type name (e.g. float64, int64, string, "
-                         "bool)") from None
+        raise StageError(
+            f"column {name!r}: {type_name!r} is not an Arrow type name (e.g. float64, int64, string, bool)"
+        ) from None
 
 
 def _snake(name: str) -> str:
@@ -71,8 +73,14 @@ class UserStage:
     """Runs a user's stage under the contract above. Pickled to the workers without the user's object, which
     each worker builds (and sets up) before its first batch."""
 
-    def __init__(self, target: str, arguments: dict | None = None, name: str | None = None,
-                 adds: dict | None = None, threshold: float | None = None):
+    def __init__(
+        self,
+        target: str,
+        arguments: dict | None = None,
+        name: str | None = None,
+        adds: dict | None = None,
+        threshold: float | None = None,
+    ):
         self.target = target
         self.arguments = dict(arguments or {})
         found = import_target(target)
@@ -119,9 +127,15 @@ class UserStage:
         versions = {dist: metadata.version(dist) for dist in metadata.packages_distributions().get(top, [])}
         path = getattr(module, "__file__", None)
         code = hashlib.sha256(open(path, "rb").read()).hexdigest() if path else None
-        return {"use": self.target, "with": self.arguments, "name": self.name, "threshold": self.threshold,
-                "adds": {column: str(type_) for column, type_ in self.adds.items()}, "versions": versions,
-                "code": code}
+        return {
+            "use": self.target,
+            "with": self.arguments,
+            "name": self.name,
+            "threshold": self.threshold,
+            "adds": {column: str(type_) for column, type_ in self.adds.items()},
+            "versions": versions,
+            "code": code,
+        }
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         return run_on_alive(batch, self.name, self._compute, self.adds)
@@ -157,12 +171,15 @@ class UserStage:
         """The result's columns (as declared), reject codes and details; StageError if it breaks the contract."""
         where = f"stage {self.name} ({self.target})"
         if not isinstance(result, Mapping):
-            raise StageError(f"{where} returned {type(result).__name__}, expected a mapping of columns "
-                             "(and `reject`, `detail`)")
+            raise StageError(
+                f"{where} returned {type(result).__name__}, expected a mapping of columns (and `reject`, `detail`)"
+            )
         unknown = [key for key in result if key not in self.adds and key not in RESULT_KEYS]
         if unknown:
-            raise StageError(f"{where} returned the column {unknown[0]!r}, which it does not declare in `adds` "
-                             f"(it declares {', '.join(self.adds) or 'none'})")
+            raise StageError(
+                f"{where} returned the column {unknown[0]!r}, which it does not declare in `adds` "
+                f"(it declares {', '.join(self.adds) or 'none'})"
+            )
         missing = [column for column in self.adds if column not in result]
         if missing:
             raise StageError(f"{where} did not return its column {missing[0]!r}")

@@ -9,6 +9,7 @@ whose length does not match its data, becomes a `read:malformed` row, and readin
 record boundary found in the raw bytes (next gzip member or zstd frame, or next `WARC/1.` / ARC header
 line).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -103,11 +104,14 @@ def read_warc(
 ) -> Iterator[pa.Table]:
     """Yield tables of DOCUMENT_SCHEMA holding every record of the file exactly once, in file order.
     `open_file` opens `path` as a seekable binary file (default: the local file system), e.g. from S3."""
-    yield from document_batches(_rows(str(path), max_payload_bytes, open_file or open_local), path, file_index,
-                                source, batch_size)
+    yield from document_batches(
+        _rows(str(path), max_payload_bytes, open_file or open_local), path, file_index, source, batch_size
+    )
 
 
-def document_batches(rows: Iterable[dict], path: str, file_index: int, source: str, batch_size: int) -> Iterator[pa.Table]:
+def document_batches(
+    rows: Iterable[dict], path: str, file_index: int, source: str, batch_size: int
+) -> Iterator[pa.Table]:
     """Tables of DOCUMENT_SCHEMA from one file's rows (each with its `offset`), adding order, source and file."""
     batch: list[dict] = []
     for row in rows:
@@ -292,8 +296,12 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
         if not http.protocol.upper().startswith("HTTP/") or not http.get_statuscode().isdigit():
             problem = f"invalid HTTP status line {(http.protocol + ' ' + http.statusline).strip()!r}"
 
-    if (problem is None and record.rec_type == "response" and http is None
-            and (record.content_type or "").lower().startswith("application/http")):
+    if (
+        problem is None
+        and record.rec_type == "response"
+        and http is None
+        and (record.content_type or "").lower().startswith("application/http")
+    ):
         problem = "response record has no HTTP block (empty or missing status line and headers)"
 
     payload = None
@@ -304,16 +312,22 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
         if status is not None and not status.startswith("2"):
             row.update(stage=STAGE, reason="read:http_status", detail=f"HTTP status {status}")
         elif encoding not in ("", "identity", *ENCODINGS):
-            row.update(stage=STAGE, reason="read:content_encoding",
-                       detail=f"HTTP Content-Encoding {encoding!r} cannot be decoded ({', '.join(ENCODINGS)} can)")
+            row.update(
+                stage=STAGE,
+                reason="read:content_encoding",
+                detail=f"HTTP Content-Encoding {encoding!r} cannot be decoded ({', '.join(ENCODINGS)} can)",
+            )
         elif mime and not is_text and mime not in HTML_TYPES:
             row.update(stage=STAGE, reason="read:not_html", detail=f"content type {mime}")
         else:
             try:
                 payload = decode_body(_encoded_body(record), encoding, max_payload_bytes)
             except BodyError as error:
-                row.update(stage=STAGE, reason="read:content_encoding",
-                           detail=f"HTTP Content-Encoding {encoding!r}: the body is {error}")
+                row.update(
+                    stage=STAGE,
+                    reason="read:content_encoding",
+                    detail=f"HTTP Content-Encoding {encoding!r}: the body is {error}",
+                )
             else:
                 if len(payload) > max_payload_bytes:
                     row.update(stage=STAGE, reason="read:too_large", detail=f"payload over {max_payload_bytes} bytes")

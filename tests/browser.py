@@ -1,5 +1,6 @@
 """Load a page in a real headless Chromium and report what a person would see go wrong: images that did not
 render and console errors. Speaks the DevTools protocol over a WebSocket (aiohttp comes with Ray)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,16 @@ import aiohttp
 
 # The flags that work on these machines: no sandbox as root, and no background connections (the closed
 # network refuses them, and they would show up as errors).
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 IMAGES = """JSON.stringify([...document.images].map(i => ({alt: i.alt, complete: i.complete,
     width: i.naturalWidth, height: i.naturalHeight, shown: i.getBoundingClientRect().width})))"""
 
@@ -27,8 +36,11 @@ def chromium() -> str | None:
 def load(urls: list[str], timeout: float = 60) -> list[dict]:
     """For each url: {"title", "images": [{alt, complete, width, height, shown}], "errors": [text]}."""
     with tempfile.TemporaryDirectory() as profile:
-        process = subprocess.Popen([chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                                    "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
             deadline = time.monotonic() + timeout
@@ -77,8 +89,9 @@ class _Session:
         self.events = []
         await self.call("Page.navigate", url=url)
         await self.wait_for("Page.loadEventFired")
-        images = json.loads((await self.call("Runtime.evaluate", expression=IMAGES, returnByValue=True))
-                            ["result"]["value"])
+        images = json.loads(
+            (await self.call("Runtime.evaluate", expression=IMAGES, returnByValue=True))["result"]["value"]
+        )
         title = (await self.call("Runtime.evaluate", expression="document.title", returnByValue=True))["result"]
         return {"title": title["value"], "images": images, "errors": _errors(self.events)}
 

@@ -1,5 +1,6 @@
 """Fixtures shared by several test files. Paths and small helpers are in helpers.py (conftest is not meant
 to be imported); the markers (slow, cluster, browser, gpu) are registered in pyproject.toml."""
+
 from __future__ import annotations
 
 import subprocess
@@ -31,8 +32,11 @@ def s3_server(tmp_path_factory):
     """moto's S3 API server on a free loopback port; yields its endpoint."""
     (port,) = free_ports(1)
     log = open(tmp_path_factory.mktemp("moto") / "moto.log", "w")
-    server = subprocess.Popen([str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

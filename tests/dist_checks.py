@@ -4,6 +4,7 @@
 
 Rank 0 writes what it measured to RESULT.json; the test asserts on it.
 """
+
 import copy
 import json
 import sys
@@ -26,7 +27,7 @@ def global_batch(batch=4):
 
 def my_slice(tensor, rank, world):
     per_worker = tensor.shape[0] // world
-    return tensor[rank * per_worker:(rank + 1) * per_worker]
+    return tensor[rank * per_worker : (rank + 1) * per_worker]
 
 
 def check_precision(rank, world) -> dict:
@@ -53,8 +54,9 @@ def check_precision(rank, world) -> dict:
     beyond_bf16 = any((p.to_local() != p.to_local().bfloat16().float()).any().item() for p in params)
     return {
         "master_dtypes": sorted({str(p.dtype) for p in params}),
-        "optimizer_params_are_master": all(any(q is p for q in params) for g in optimizer.param_groups
-                                           for p in g["params"]),
+        "optimizer_params_are_master": all(
+            any(q is p for q in params) for g in optimizer.param_groups for p in g["params"]
+        ),
         "moment_dtypes": sorted({str(t.dtype) for t in moments}),
         "grad_dtypes": sorted({str(p.grad.dtype) for p in params}),
         "compute_weight_dtypes": sorted(seen["weights"]),
@@ -97,12 +99,18 @@ def check_grad_norm(rank, world) -> dict:
     returned = distributed.clip_grad_norm_(params, max_norm)
     clipped = [p.grad.full_tensor() for p in params]
     clipped_norm = norm64(clipped)
-    direction_error = max((c - g * (max_norm / reference_norm)).abs().max().item()
-                          for c, g in zip(clipped, full_grads))
-    return {"reference_norm": reference_norm, "sharded_norm": sharded_norm, "local_shard_norm": local_only,
-            "returned_norm": returned, "gathered_grad_max_error": gathered_error,
-            "gathered_norm": gathered_norm, "max_norm": max_norm,
-            "clipped_norm": clipped_norm, "clipped_direction_max_error": direction_error}
+    direction_error = max((c - g * (max_norm / reference_norm)).abs().max().item() for c, g in zip(clipped, full_grads))
+    return {
+        "reference_norm": reference_norm,
+        "sharded_norm": sharded_norm,
+        "local_shard_norm": local_only,
+        "returned_norm": returned,
+        "gathered_grad_max_error": gathered_error,
+        "gathered_norm": gathered_norm,
+        "max_norm": max_norm,
+        "clipped_norm": clipped_norm,
+        "clipped_direction_max_error": direction_error,
+    }
 
 
 def main(result_path):

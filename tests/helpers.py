@@ -1,6 +1,7 @@
 """Shared test helpers: the repository's paths, the command line as a subprocess, ledger tables, and the
 CRAWL_SAMPLE pages from shared/crawl_sample.md. (Fixtures and markers are in conftest.py, which pytest
 loads itself and which is not meant to be imported.)"""
+
 from __future__ import annotations
 
 import subprocess
@@ -19,8 +20,9 @@ SHARED = ROOT.parent / "shared"  # real crawls beside the repository; tests that
 
 def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m pipeline ARGS` in a subprocess, its output captured as text."""
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ledger_table(texts, **extra_columns) -> pa.Table:

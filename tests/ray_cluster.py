@@ -1,5 +1,6 @@
 """A real two-node Ray cluster on loopback for tests: `ray start --head` and `ray start --address`, each in
 its own process group (`--block`), so that the test stops exactly the processes it started."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,11 @@ def cluster_env() -> dict:
     refuse a second node."""
     env = dict(os.environ)
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        RAY_AUTH_MODE="disabled",
+        RAY_USAGE_STATS_ENABLED="0",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+    )
     return env
 
 
@@ -52,31 +56,60 @@ class LocalCluster:
 
     def _node_ports(self) -> list[str]:
         node, objects, agent, agent_grpc, metrics, env_agent = free_ports(6)
-        return [f"--node-manager-port={node}", f"--object-manager-port={objects}",
-                f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
-                f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={env_agent}",
-                "--min-worker-port=0", "--max-worker-port=0", "--node-ip-address=127.0.0.1",
-                f"--object-store-memory={self.store}", "--block", "--disable-usage-stats"]
+        return [
+            f"--node-manager-port={node}",
+            f"--object-manager-port={objects}",
+            f"--dashboard-agent-listen-port={agent}",
+            f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--metrics-export-port={metrics}",
+            f"--runtime-env-agent-port={env_agent}",
+            "--min-worker-port=0",
+            "--max-worker-port=0",
+            "--node-ip-address=127.0.0.1",
+            f"--object-store-memory={self.store}",
+            "--block",
+            "--disable-usage-stats",
+        ]
 
     def _start(self, args: list[str]) -> subprocess.Popen:
         with open(self.log, "a") as log:
-            return subprocess.Popen([RAY, "start", *args], env={**cluster_env(), "RAY_TMPDIR": self.temp_dir},
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            return subprocess.Popen(
+                [RAY, "start", *args],
+                env={**cluster_env(), "RAY_TMPDIR": self.temp_dir},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def start(self, timeout: float = 120) -> LocalCluster:
         gcs, dashboard, client = free_ports(3)
         self.gcs_address = f"127.0.0.1:{gcs}"
         self.dashboard = f"http://127.0.0.1:{dashboard}"
-        self.head = self._start(["--head", f"--port={gcs}", f"--num-cpus={self.head_cpus}",
-                                 "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                                 f"--dashboard-port={dashboard}", f"--ray-client-server-port={client}",
-                                 '--resources={"head_node": 1}', *self._node_ports()])
+        self.head = self._start(
+            [
+                "--head",
+                f"--port={gcs}",
+                f"--num-cpus={self.head_cpus}",
+                "--include-dashboard=true",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={dashboard}",
+                f"--ray-client-server-port={client}",
+                '--resources={"head_node": 1}',
+                *self._node_ports(),
+            ]
+        )
         # `ray start` writes the address file last, after the node is up
         self._wait(lambda: len(self.alive_nodes()) == 1 and self.address_file.exists(), timeout, "the head node")
         if self.worker_cpus is None:
             return self
-        self.worker = self._start([f"--address={self.gcs_address}", f"--num-cpus={self.worker_cpus}",
-                                   '--resources={"worker_node": 1}', *self._node_ports()])
+        self.worker = self._start(
+            [
+                f"--address={self.gcs_address}",
+                f"--num-cpus={self.worker_cpus}",
+                '--resources={"worker_node": 1}',
+                *self._node_ports(),
+            ]
+        )
         self._wait(lambda: len(self.alive_nodes()) == 2, timeout, "the worker node")
         return self
 
@@ -94,8 +127,10 @@ class LocalCluster:
         while not ready():
             for process in (self.head, self.worker):
                 if process is not None and process.poll() is not None:
-                    raise RuntimeError(f"ray start exited ({process.returncode}) while waiting for {what}:\n"
-                                       + self.log.read_text()[-3000:])
+                    raise RuntimeError(
+                        f"ray start exited ({process.returncode}) while waiting for {what}:\n"
+                        + self.log.read_text()[-3000:]
+                    )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what} did not come up in {timeout} s:\n" + self.log.read_text()[-3000:])
             time.sleep(0.5)
@@ -108,8 +143,11 @@ class LocalCluster:
         """Names of the tasks (not actors' methods) running on the node, as Ray's state API lists them."""
         from ray.util.state import list_tasks
 
-        tasks = list_tasks(address=self.dashboard, filters=[("state", "=", "RUNNING"), ("node_id", "=", node_id)],
-                           raise_on_missing_output=False)
+        tasks = list_tasks(
+            address=self.dashboard,
+            filters=[("state", "=", "RUNNING"), ("node_id", "=", node_id)],
+            raise_on_missing_output=False,
+        )
         return [t.name for t in tasks if t.type == "NORMAL_TASK"]
 
     def kill_worker(self) -> None:

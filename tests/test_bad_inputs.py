@@ -1,6 +1,7 @@
 """The catalogue of bad input (scripts/make_bad_inputs.py, tests/fixtures/bad): every kind gives its
 named outcome, the records around the bad one get through, nothing raises, and one belt run over the
 whole catalogue keeps the ledger's invariants."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ import make_bad_inputs  # noqa: E402
 EXPECTED = json.loads((BAD / "expected.json").read_text())
 
 
-def outcomes(path: Path, file_index: int = 0, max_payload_bytes: int = 10_000_000,
-             extract: Extract | None = None) -> list[dict]:
+def outcomes(
+    path: Path, file_index: int = 0, max_payload_bytes: int = 10_000_000, extract: Extract | None = None
+) -> list[dict]:
     """Reader and extract stage over one file: one dict per record, in file order."""
     tables = list(read_warc(str(path), file_index, "bad", batch_size=4, max_payload_bytes=max_payload_bytes))
     if not tables:
@@ -98,7 +100,10 @@ def test_wet_text_passes_extraction_untouched(method):
     assert "\ufffd" in pages[1]["text"]
     assert blank["reason"] == "extract:empty" and blank["text"] is None
     wat = outcomes(BAD / "wat.warc.wat.gz")
-    assert [(row["stage"], row["reason"]) for row in wat] == [(NOT_DOCUMENT, "warcinfo"), *[(NOT_DOCUMENT, "metadata")] * 2]
+    assert [(row["stage"], row["reason"]) for row in wat] == [
+        (NOT_DOCUMENT, "warcinfo"),
+        *[(NOT_DOCUMENT, "metadata")] * 2,
+    ]
 
 
 def test_deeply_nested_html_does_not_stop_the_file(tmp_path):
@@ -138,15 +143,20 @@ def test_the_users_own_mistakes_are_one_line_errors(tmp_path):
 
 def test_one_belt_run_over_the_whole_catalogue_keeps_the_ledger(embedded_ray, tmp_path):
     files = sorted(str(BAD / name) for name in EXPECTED)
-    config = load_config(str(ROOT / "configs" / "local.yaml"), inputs=files, output=str(tmp_path / "out"),
-                         overrides=["dedup.near=false", "packing.seq_len=32"])
+    config = load_config(
+        str(ROOT / "configs" / "local.yaml"),
+        inputs=files,
+        output=str(tmp_path / "out"),
+        overrides=["dedup.near=false", "packing.seq_len=32"],
+    )
     manifest = belt.run(config)
     counts = manifest["counts"]
     assert all(manifest["invariants"].values()), manifest["invariants"]
     assert counts["records_read"] == sum(len(rows) for rows in EXPECTED.values())
-    planted = Counter(row[0] for rows in EXPECTED.values() for row in rows
-                      if row[0].startswith(("read:", "extract:")))
-    found = {reason: n for reason, n in counts["rejected_by_reason"].items() if reason.startswith(("read:", "extract:"))}
+    planted = Counter(row[0] for rows in EXPECTED.values() for row in rows if row[0].startswith(("read:", "extract:")))
+    found = {
+        reason: n for reason, n in counts["rejected_by_reason"].items() if reason.startswith(("read:", "extract:"))
+    }
     assert found == dict(planted)
     not_documents = Counter(row[0] for rows in EXPECTED.values() for row in rows if row[0] in ("warcinfo", "metadata"))
     assert counts["kept"] > 0 and counts["not_documents"] == dict(not_documents)

@@ -1,4 +1,5 @@
 """The whole belt on a real embedded Ray: the dry run, the fixture crawl, the real WARC files, determinism."""
+
 import json
 import subprocess
 import sys
@@ -26,8 +27,9 @@ def read_rows(folder: Path) -> list[dict]:
 
 
 def run_fixture(tmp_path, name="out", overrides=(), inputs=None):
-    config = load_config(str(CONFIGS / "local.yaml"), output=str(tmp_path / name), overrides=list(overrides),
-                         inputs=inputs)
+    config = load_config(
+        str(CONFIGS / "local.yaml"), output=str(tmp_path / name), overrides=list(overrides), inputs=inputs
+    )
     return belt.run(config), tmp_path / name
 
 
@@ -51,8 +53,13 @@ def test_dry_run_gives_the_expected_table(tmp_path):
 
 
 def test_dry_run_command_prints_the_table(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "dry")],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "dry")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     table = "\n".join(["| page | verdict |", "|---|---|"] + [f"| {i} | {v} |" for i, v in enumerate(EXPECTED)])
     assert table in result.stdout
@@ -123,9 +130,12 @@ def test_same_bytes_whatever_the_partitioning(tmp_path):
     tokens = ["packing.seq_len=32", "packing.sequences_per_shard=40"]
     _, first = run_fixture(tmp_path, "a", overrides=tokens)
     files = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
-    _, second = run_fixture(tmp_path, "b", overrides=tokens + ["dedup.shards=3", "read.batch_size=5",
-                                                               "tokenizer.batch_size=7"],
-                            inputs=list(reversed(files)))
+    _, second = run_fixture(
+        tmp_path,
+        "b",
+        overrides=tokens + ["dedup.shards=3", "read.batch_size=5", "tokenizer.batch_size=7"],
+        inputs=list(reversed(files)),
+    )
     parts = sorted(p.relative_to(first) for p in first.rglob("*.parquet"))
     assert parts and parts == sorted(p.relative_to(second) for p in second.rglob("*.parquet"))
     assert len(list((first / "tokens").glob("part-*.parquet"))) >= 3
@@ -133,7 +143,9 @@ def test_same_bytes_whatever_the_partitioning(tmp_path):
         assert (first / part).read_bytes() == (second / part).read_bytes(), part
 
 
-@pytest.mark.skipif(not REALDATA.is_dir(), reason=f"../shared/realdata not found at {REALDATA}: real WARC tests skipped")
+@pytest.mark.skipif(
+    not REALDATA.is_dir(), reason=f"../shared/realdata not found at {REALDATA}: real WARC tests skipped"
+)
 def test_every_real_warc_file_goes_through(tmp_path):
     manifest, out = run_fixture(tmp_path, inputs=[str(REALDATA / "*")])
     counts = manifest["counts"]
@@ -141,8 +153,12 @@ def test_every_real_warc_file_goes_through(tmp_path):
     assert counts["records_read"] == counts["documents"] + sum(counts["not_documents"].values())
     assert counts["kept"] > 0 and counts["not_documents"]["revisit"] > 100
     malformed = Counter(Path(r["file"]).name for r in read_rows(out / "rejects") if r["reason"] == "read:malformed")
-    for name in ("resiliparse__clipped.warc.gz", "warcio__bad.arc",
-                 "warcio__example-trunc.warc", "warcio__example-wrong-chunks.warc.gz"):
+    for name in (
+        "resiliparse__clipped.warc.gz",
+        "warcio__bad.arc",
+        "warcio__example-trunc.warc",
+        "warcio__example-wrong-chunks.warc.gz",
+    ):
         assert malformed[name] >= 1, name
     parts = {p["file"].rsplit("/", 1)[1]: p for p in manifest["inputs"]}
     assert len(parts) == len(list(REALDATA.iterdir()))
@@ -178,8 +194,9 @@ def test_a_rerun_redoes_only_the_files_the_filter_pass_had_not_finished(tmp_path
     belt.prepare_output(out, fingerprint)
     filtering.run(config, files, folder)
     assert {p.name: p.read_bytes() for p in folder.glob("*.parquet")} == whole
-    assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.parquet") if p != parts[1]} == \
-        {n: t for n, t in untouched.items() if n != parts[1].name}
+    assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.parquet") if p != parts[1]} == {
+        n: t for n, t in untouched.items() if n != parts[1].name
+    }
     assert not list(folder.glob(".*"))
 
     # a setting that shapes the parts changed: nothing of the earlier run is kept

@@ -110,8 +110,12 @@ def test_fasttext_classifier_with_lid_model():
 
 def test_classifier_score_stage_with_fasttext():
     english = FastTextClassifier(default_lid_model_path(), "__label__en")
-    table = ledger_table(["The river carries sand from the mountains to the sea.",
-                          "Le fleuve transporte le sable des montagnes vers la mer."])
+    table = ledger_table(
+        [
+            "The river carries sand from the mountains to the sea.",
+            "Le fleuve transporte le sable des montagnes vers la mer.",
+        ]
+    )
     out = ClassifierScore(english, threshold=0.5)(table)
     scores = out["quality_score"].to_pylist()
     assert scores[0] > 0.9 and scores[1] < 0.1

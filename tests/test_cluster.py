@@ -1,4 +1,5 @@
 """A YAML config submitted as a Ray job to a real two-node Ray cluster on loopback (`python -m pipeline submit`)."""
+
 import json
 import os
 import subprocess
@@ -31,8 +32,9 @@ def job_config(folder: Path, output: Path, **sections) -> Path:
     raw = yaml.safe_load((CONFIGS / "local.yaml").read_text())
     raw["sources"] = [{"name": "web", "input": [str(FIXTURES / "warc" / "*")]}]
     raw["output"] = str(output)
-    raw["classifier"].update(good_examples=[str(CONFIGS / "classifier" / "good.txt")],
-                             bad_examples=[str(CONFIGS / "classifier" / "bad.txt")])
+    raw["classifier"].update(
+        good_examples=[str(CONFIGS / "classifier" / "good.txt")], bad_examples=[str(CONFIGS / "classifier" / "bad.txt")]
+    )
     raw["packing"]["seq_len"] = 64
     for name, values in sections.items():
         raw.setdefault(name, {}).update(values)
@@ -42,8 +44,14 @@ def job_config(folder: Path, output: Path, **sections) -> Path:
 
 
 def submit(config: Path, address: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address", address, *extra],
-                          capture_output=True, text=True, timeout=400, env=cluster_env(), cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", "submit", str(config), "--address", address, *extra],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=cluster_env(),
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +79,12 @@ def test_submitted_job_runs_on_both_nodes(cluster, two_node_run):
     cluster_nodes = {n["raylet"]["nodeId"] for n in cluster.alive_nodes()}
     assert len(cluster_nodes) == 2 and set(manifest["nodes"]) == cluster_nodes, (manifest["nodes"], cluster_nodes)
     # Ray keeps the job: its status and logs are there to ask for by id
-    status = subprocess.run([RAY, "job", "status", "crawlbelt-test-two-nodes",
-                             "--address", cluster.dashboard], capture_output=True, text=True, env=cluster_env())
+    status = subprocess.run(
+        [RAY, "job", "status", "crawlbelt-test-two-nodes", "--address", cluster.dashboard],
+        capture_output=True,
+        text=True,
+        env=cluster_env(),
+    )
     assert "crawlbelt-test-two-nodes' succeeded" in status.stdout + status.stderr
 
 
@@ -90,12 +102,32 @@ def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3
     raw = yaml.safe_load(config.read_text())
     raw["output"], raw["storage"] = "s3://curated/out", {"endpoint": s3_server}
     config.write_text(yaml.safe_dump(raw))
-    result = subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address", cluster.dashboard,
-                             "--wait", "--submission-id", "crawlbelt-test-s3-staging",
-                             *[arg for name in CREDENTIALS for arg in ("--env", name)]],
-                            capture_output=True, text=True, timeout=400, env={**cluster_env(), **CREDENTIALS}, cwd=ROOT)
-    logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-s3-staging", "--address", cluster.dashboard],
-                          capture_output=True, text=True, env=cluster_env()).stdout
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "submit",
+            str(config),
+            "--address",
+            cluster.dashboard,
+            "--wait",
+            "--submission-id",
+            "crawlbelt-test-s3-staging",
+            *[arg for name in CREDENTIALS for arg in ("--env", name)],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**cluster_env(), **CREDENTIALS},
+        cwd=ROOT,
+    )
+    logs = subprocess.run(
+        [RAY, "job", "logs", "crawlbelt-test-s3-staging", "--address", cluster.dashboard],
+        capture_output=True,
+        text=True,
+        env=cluster_env(),
+    ).stdout
     assert result.returncode != 0
     assert "output error:" in logs and "needs storage.staging" in logs and "Traceback" not in logs, logs[-3000:]
 
@@ -116,8 +148,14 @@ def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(o
         assert other.address_file.exists()
         env = {**os.environ, "RAY_TMPDIR": other.temp_dir}
         env.pop("RAY_ADDRESS", None)
-        result = subprocess.run([sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "out")],
-                                capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        result = subprocess.run(
+            [sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "out")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=ROOT,
+        )
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
         assert "crawlbelt: ray: embedded on this machine, " in result.stderr, result.stderr[-4000:]
         assert "joined" not in result.stderr
@@ -130,9 +168,11 @@ class FakeCluster:
 
     def __init__(self):
         self.now = 0.0
-        self.table = [{"NodeID": "head", "NodeManagerAddress": "10.0.0.1", "Alive": True},
-                      {"NodeID": "worker", "NodeManagerAddress": "10.0.0.2", "Alive": True},
-                      {"NodeID": "gone-before", "NodeManagerAddress": "10.0.0.3", "Alive": False}]
+        self.table = [
+            {"NodeID": "head", "NodeManagerAddress": "10.0.0.1", "Alive": True},
+            {"NodeID": "worker", "NodeManagerAddress": "10.0.0.2", "Alive": True},
+            {"NodeID": "gone-before", "NodeManagerAddress": "10.0.0.3", "Alive": False},
+        ]
 
     def nodes(self) -> list[dict]:
         return self.table
@@ -248,12 +288,18 @@ def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(clus
     worker = kill_the_worker_mid_job(cluster, "crawlbelt-test-node-lost")
     # A safety deadline only: the job's node_lost_timeout_s (60 s without progress) bounds a stalled run.
     first = wait_for_the_end(cluster, "crawlbelt-test-node-lost")
-    logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-node-lost", "--address", cluster.dashboard],
-                          capture_output=True, text=True, env=cluster_env()).stdout
+    logs = subprocess.run(
+        [RAY, "job", "logs", "crawlbelt-test-node-lost", "--address", cluster.dashboard],
+        capture_output=True,
+        text=True,
+        env=cluster_env(),
+    ).stdout
     # Either Ray's task retries (or the run starting over, ray.node_lost_retries) carried it through on the
     # head node, or it failed in one line naming the node.
     assert first == "SUCCEEDED" or (first == "FAILED" and f"crawlbelt: error: lost node {worker}" in logs), (
-        first, logs[-3000:])
+        first,
+        logs[-3000:],
+    )
 
     rerun = submit(config, cluster.dashboard, "--wait", "--submission-id", "crawlbelt-test-rerun")
     assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
@@ -280,8 +326,12 @@ def test_a_job_left_without_cpus_by_a_lost_node_fails_in_one_line_in_bounded_tim
         killed = time.monotonic()
         status = wait_for_the_end(stalled, "crawlbelt-test-stall")
         ended_after = time.monotonic() - killed
-        logs = subprocess.run([RAY, "job", "logs", "crawlbelt-test-stall", "--address", stalled.dashboard],
-                              capture_output=True, text=True, env=cluster_env()).stdout
+        logs = subprocess.run(
+            [RAY, "job", "logs", "crawlbelt-test-stall", "--address", stalled.dashboard],
+            capture_output=True,
+            text=True,
+            env=cluster_env(),
+        ).stdout
         assert status == "FAILED", logs[-3000:]
         assert f"crawlbelt: error: lost node {worker} (" in logs, logs[-3000:]
         assert "no progress for" in logs and "Traceback" not in logs, logs[-3000:]

@@ -18,22 +18,37 @@ def write_config(tmp_path, text):
     return str(path)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("sources: [{name: web, input: [x.warc]}]\nlanguage: {treshold: 0.5}\n", "unknown key 'language.treshold'"),
-    ("sources: [{name: web, input: [x.warc]}]\nlanguage: {threshold: high}\n",
-     "language.threshold: expected float, got str 'high'"),
-    ("sources: [{name: web, input: [x.warc]}]\ndedup: {shards: 2.5}\n", "dedup.shards: expected int"),
-    ("sources: [{name: web, input: [x.warc]}]\nquality: {enabled: 1}\n", "quality.enabled: expected bool"),
-    ("sources: [{name: web, input: [missing/*.warc.gz]}]\n", "input '"),
-    ("sources: [{name: web, input: [x.warc]}]\nlanguage: {method: magic}\n", "language.method: expected one of"),
-    ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {num_cpus: 0}}\n", "resources.filter: expected"),
-    ("sources: [{name: web, input: [x.warc]}]\nresources: {encode: {cpus: 2}}\n", "unknown key 'resources.encode.cpus'"),
-    ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {max_retries: 3}}\n",
-     "unknown key 'resources.filter.max_retries'"),
-    ("sources: [{name: web, input: [x.warc]}]\nrejects: {text: short}\n",
-     "rejects.text: expected one of snippet, full, none, got 'short'"),
-    ("sources: [{name: web, input: [x.warc]}]\nray: {node_lost_timeout_s: 0}\n", "ray.node_lost_timeout_s: expected"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("sources: [{name: web, input: [x.warc]}]\nlanguage: {treshold: 0.5}\n", "unknown key 'language.treshold'"),
+        (
+            "sources: [{name: web, input: [x.warc]}]\nlanguage: {threshold: high}\n",
+            "language.threshold: expected float, got str 'high'",
+        ),
+        ("sources: [{name: web, input: [x.warc]}]\ndedup: {shards: 2.5}\n", "dedup.shards: expected int"),
+        ("sources: [{name: web, input: [x.warc]}]\nquality: {enabled: 1}\n", "quality.enabled: expected bool"),
+        ("sources: [{name: web, input: [missing/*.warc.gz]}]\n", "input '"),
+        ("sources: [{name: web, input: [x.warc]}]\nlanguage: {method: magic}\n", "language.method: expected one of"),
+        ("sources: [{name: web, input: [x.warc]}]\nresources: {filter: {num_cpus: 0}}\n", "resources.filter: expected"),
+        (
+            "sources: [{name: web, input: [x.warc]}]\nresources: {encode: {cpus: 2}}\n",
+            "unknown key 'resources.encode.cpus'",
+        ),
+        (
+            "sources: [{name: web, input: [x.warc]}]\nresources: {filter: {max_retries: 3}}\n",
+            "unknown key 'resources.filter.max_retries'",
+        ),
+        (
+            "sources: [{name: web, input: [x.warc]}]\nrejects: {text: short}\n",
+            "rejects.text: expected one of snippet, full, none, got 'short'",
+        ),
+        (
+            "sources: [{name: web, input: [x.warc]}]\nray: {node_lost_timeout_s: 0}\n",
+            "ray.node_lost_timeout_s: expected",
+        ),
+    ],
+)
 def test_config_errors_name_the_key_exit_2_and_write_nothing(tmp_path, text, expected):
     (tmp_path / "x.warc").write_bytes(b"")
     config = write_config(tmp_path, text + "classifier: {kind: none}\n")
@@ -68,8 +83,12 @@ def test_missing_config_file_and_bad_override(tmp_path):
 def test_overrides_and_inputs_apply(tmp_path):
     warc = tmp_path / "a.warc"
     warc.write_bytes(b"")
-    config = load_config(str(SAMPLE), overrides=["language.threshold=0.9", "dedup.near=false"],
-                         inputs=[str(warc)], output=str(tmp_path / "o"))
+    config = load_config(
+        str(SAMPLE),
+        overrides=["language.threshold=0.9", "dedup.near=false"],
+        inputs=[str(warc)],
+        output=str(tmp_path / "o"),
+    )
     assert config.language.threshold == 0.9 and config.dedup.near is False
     assert config.sources[0].input == [str(warc)] and config.output == str(tmp_path / "o")
     # paths in the file are relative to the config's folder, not the working directory
@@ -95,8 +114,10 @@ def test_token_settings_and_curated_sources_are_checked(tmp_path):
         ("sources: [{name: web, input: [other.parquet]}]\n", "has no string column 'text' (sources[0].text_field"),
         ("sources: [{name: web, input: [docs.parquet], format: csv}]\n", "sources[0].format: expected one of"),
         ("sources: [{name: web, input: [a.warc], select: {score: quality_score}}]\n", "give top_fraction, min_score"),
-        ("sources: [{name: web, input: [a.warc], select: {score: score_edu, top_fraction: 0.5}}]\n",
-         "'score_edu' is not a score the belt's stages add"),
+        (
+            "sources: [{name: web, input: [a.warc], select: {score: score_edu, top_fraction: 0.5}}]\n",
+            "'score_edu' is not a score the belt's stages add",
+        ),
         ("sources: [{name: web, input: [a.warc], weight: -1}]\n", "sources[0].weight: expected a number >= 0"),
         ("sources: [{name: web, input: [a.warc], weight: 0}]\n", "at least one weight must be above 0"),
         ("sources: [{name: web, input: [a.warc]}]\npacking: {remainder: keep}\n", "packing.remainder: expected one of"),
@@ -112,42 +133,62 @@ def test_token_settings_and_curated_sources_are_checked(tmp_path):
         assert expected in str(error.value), (text, str(error.value))
     train_bpe(iter(["some text"]), 300, ["<s>"]).save(str(tmp_path / "tok.json"))
     with pytest.raises(ConfigError, match="tokenizer.eos_token: '<|endoftext|>' is not in"):
-        load_config(write_config(tmp_path, "sources: [{name: web, input: [a.warc]}]\ntokenizer: {path: tok.json}\n"
-                                 + base), output=str(tmp_path / "out"))
+        load_config(
+            write_config(tmp_path, "sources: [{name: web, input: [a.warc]}]\ntokenizer: {path: tok.json}\n" + base),
+            output=str(tmp_path / "out"),
+        )
     with pytest.raises(ConfigError, match="inside the output folder"):
-        load_config(write_config(tmp_path, "sources: [{name: web, input: [docs.parquet], curated: true}]\n" + base),
-                    output=str(tmp_path))
-    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [docs.parquet], weight: 2, curated: true}]\n"
-                                      "tokenizer: {path: tok.json, eos_token: <s>}\n" + base),
-                         output=str(tmp_path / "out"))
+        load_config(
+            write_config(tmp_path, "sources: [{name: web, input: [docs.parquet], curated: true}]\n" + base),
+            output=str(tmp_path),
+        )
+    config = load_config(
+        write_config(
+            tmp_path,
+            "sources: [{name: old, input: [docs.parquet], weight: 2, curated: true}]\n"
+            "tokenizer: {path: tok.json, eos_token: <s>}\n" + base,
+        ),
+        output=str(tmp_path / "out"),
+    )
     assert config.sources[0].curated and config.sources[0].weight == 2.0
     assert config.tokenizer.path == str(tmp_path / "tok.json")
 
 
-@pytest.mark.parametrize("overrides, expected", [
-    (["dedup.threshold=7"], "dedup.threshold: expected a number in [0, 1], got 7.0"),
-    (["dedup.threshold=-0.1"], "dedup.threshold: expected a number in [0, 1], got -0.1"),
-    (["extract.timeout_s=-1"], "extract.timeout_s: expected a number above 0, got -1.0"),
-    (["quality.min_words=-5"], "quality.min_words: expected a number >= 0, got -5"),
-    (["quality.min_alpha_words_ratio=2"], "quality.min_alpha_words_ratio: expected a number in [0, 1], got 2.0"),
-    (["quality.min_words=500", "quality.max_words=100"], "quality.max_words: expected at least quality.min_words"),
-    (["quality.min_mean_word_length=8", "quality.max_mean_word_length=4"],
-     "quality.max_mean_word_length: expected at least quality.min_mean_word_length"),
-    (["repetition.dup_line_frac=1.5"], "repetition.dup_line_frac: expected a number in [0, 1]"),
-    (["read.max_payload_mb=0"], "read.max_payload_mb: expected a number above 0"),
-    (["extract.max_html_mb=.nan"], "extract.max_html_mb: expected a finite number"),
-    (["mixture.max_passes=.inf"], "mixture.max_passes: expected a finite number"),
-    (["dedup.bands=0", "dedup.rows=5"], "dedup.bands: expected a positive integer"),
-    (["ray.num_cpus=0"], "ray.num_cpus: expected a positive integer, got 0"),
-    (["ray.resource_wait_s=-1"], "ray.resource_wait_s: expected a number >= 0"),
-    (["language.languages=english"], "language.languages: expected a list, got str 'english'"),
-    (["language.languages=[xx]"], "language.languages: 'xx' is not a language of the fastText model"),
-    (["language.languages=[ja]"], "language.languages: 'ja' has no stop-word list"),
-    (["language.method=stopwords", "language.languages=[pt]"],
-     "language.languages: 'pt' is not a language of the stop-word detector"),
-    (["classifier.kind=fasttext", "classifier.model_path=classifier/good.txt"],
-     "classifier.model_path: '" + str(ROOT / "configs" / "classifier" / "good.txt") + "' is not a fastText model"),
-])
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (["dedup.threshold=7"], "dedup.threshold: expected a number in [0, 1], got 7.0"),
+        (["dedup.threshold=-0.1"], "dedup.threshold: expected a number in [0, 1], got -0.1"),
+        (["extract.timeout_s=-1"], "extract.timeout_s: expected a number above 0, got -1.0"),
+        (["quality.min_words=-5"], "quality.min_words: expected a number >= 0, got -5"),
+        (["quality.min_alpha_words_ratio=2"], "quality.min_alpha_words_ratio: expected a number in [0, 1], got 2.0"),
+        (["quality.min_words=500", "quality.max_words=100"], "quality.max_words: expected at least quality.min_words"),
+        (
+            ["quality.min_mean_word_length=8", "quality.max_mean_word_length=4"],
+            "quality.max_mean_word_length: expected at least quality.min_mean_word_length",
+        ),
+        (["repetition.dup_line_frac=1.5"], "repetition.dup_line_frac: expected a number in [0, 1]"),
+        (["read.max_payload_mb=0"], "read.max_payload_mb: expected a number above 0"),
+        (["extract.max_html_mb=.nan"], "extract.max_html_mb: expected a finite number"),
+        (["mixture.max_passes=.inf"], "mixture.max_passes: expected a finite number"),
+        (["dedup.bands=0", "dedup.rows=5"], "dedup.bands: expected a positive integer"),
+        (["ray.num_cpus=0"], "ray.num_cpus: expected a positive integer, got 0"),
+        (["ray.resource_wait_s=-1"], "ray.resource_wait_s: expected a number >= 0"),
+        (["language.languages=english"], "language.languages: expected a list, got str 'english'"),
+        (["language.languages=[xx]"], "language.languages: 'xx' is not a language of the fastText model"),
+        (["language.languages=[ja]"], "language.languages: 'ja' has no stop-word list"),
+        (
+            ["language.method=stopwords", "language.languages=[pt]"],
+            "language.languages: 'pt' is not a language of the stop-word detector",
+        ),
+        (
+            ["classifier.kind=fasttext", "classifier.model_path=classifier/good.txt"],
+            "classifier.model_path: '"
+            + str(ROOT / "configs" / "classifier" / "good.txt")
+            + "' is not a fastText model",
+        ),
+    ],
+)
 def test_values_out_of_range_or_unknown_are_refused(tmp_path, overrides, expected):
     with pytest.raises(ConfigError) as error:
         load_config(str(ROOT / "configs" / "local.yaml"), overrides=overrides, output=str(tmp_path / "out"))
@@ -155,27 +196,52 @@ def test_values_out_of_range_or_unknown_are_refused(tmp_path, overrides, expecte
 
 
 def test_values_that_fit_their_ranges_are_accepted(tmp_path):
-    config = load_config(str(ROOT / "configs" / "local.yaml"), output=str(tmp_path / "out"), overrides=[
-        "language.languages=[ja, de]", "language.method=fasttext", "quality.min_words=0", "dedup.threshold=1",
-        "classifier.kind=fasttext", f"classifier.model_path={default_lid_model_path()}",
-        "classifier.label=__label__en"])
+    config = load_config(
+        str(ROOT / "configs" / "local.yaml"),
+        output=str(tmp_path / "out"),
+        overrides=[
+            "language.languages=[ja, de]",
+            "language.method=fasttext",
+            "quality.min_words=0",
+            "dedup.threshold=1",
+            "classifier.kind=fasttext",
+            f"classifier.model_path={default_lid_model_path()}",
+            "classifier.label=__label__en",
+        ],
+    )
     assert config.language.languages == ["ja", "de"] and config.dedup.threshold == 1.0
-    short_texts_off = load_config(str(ROOT / "configs" / "local.yaml"), output=str(tmp_path / "out"),
-                                  overrides=["language.languages=[ja]", "language.short_text_chars=0"])
+    short_texts_off = load_config(
+        str(ROOT / "configs" / "local.yaml"),
+        output=str(tmp_path / "out"),
+        overrides=["language.languages=[ja]", "language.short_text_chars=0"],
+    )
     assert short_texts_off.language.languages == ["ja"]
 
 
 def test_model_files_are_loaded_not_only_found(tmp_path):
     train_bpe(iter(["some text"]), 300, ["<|endoftext|>"]).save(str(tmp_path / "tokenizer.json"))
     cases = [
-        ([f"language.model_path={tmp_path / 'tokenizer.json'}"],
-         f"language.model_path: '{tmp_path / 'tokenizer.json'}' is not a fastText model"),
-        (["classifier.kind=fasttext", f"classifier.model_path={tmp_path / 'tokenizer.json'}"],
-         f"classifier.model_path: '{tmp_path / 'tokenizer.json'}' is not a fastText model"),
-        (["classifier.kind=fasttext", f"classifier.model_path={default_lid_model_path()}"],
-         "classifier.label: '__label__hq' is not a label of"),
-        (["classifier.kind=fasttext", f"classifier.model_path={default_lid_model_path()}",
-          "classifier.label=__label__en", "classifier.threshold=3"], "classifier.threshold: expected a probability"),
+        (
+            [f"language.model_path={tmp_path / 'tokenizer.json'}"],
+            f"language.model_path: '{tmp_path / 'tokenizer.json'}' is not a fastText model",
+        ),
+        (
+            ["classifier.kind=fasttext", f"classifier.model_path={tmp_path / 'tokenizer.json'}"],
+            f"classifier.model_path: '{tmp_path / 'tokenizer.json'}' is not a fastText model",
+        ),
+        (
+            ["classifier.kind=fasttext", f"classifier.model_path={default_lid_model_path()}"],
+            "classifier.label: '__label__hq' is not a label of",
+        ),
+        (
+            [
+                "classifier.kind=fasttext",
+                f"classifier.model_path={default_lid_model_path()}",
+                "classifier.label=__label__en",
+                "classifier.threshold=3",
+            ],
+            "classifier.threshold: expected a probability",
+        ),
     ]
     for overrides, expected in cases:
         with pytest.raises(ConfigError) as error:
@@ -183,15 +249,28 @@ def test_model_files_are_loaded_not_only_found(tmp_path):
         assert expected in str(error.value), (overrides, str(error.value))
 
 
-@pytest.mark.parametrize("content, expected", [
-    (b"packing: {seq_len: 8}\npacking: {remainder: pad}\n",
-     "is not valid YAML: key 'packing' given twice (line 2, column 1)"),
-    (b"sources:\n  - name: web\n    input: [a.warc]\n    name: other\n", "key 'name' given twice (line 4, column 5)"),
-    (b"sources: [{name: web, input: [a.warc]}]\nlanguage:\n  threshold: 0.5\n languages: [en]\n",
-     "is not valid YAML: expected <block end>, but found '<block mapping start>' (line 4, column 2)"),
-    ("language: {languages: [fr]}  # fran\u00e7ais\n".encode("latin-1"), "is not UTF-8 text (byte 0xe7 at offset 35)"),
-    ((ROOT / "tests" / "fixtures" / "warc" / "crawl-00000.warc.gz").read_bytes(), "is not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (
+            b"packing: {seq_len: 8}\npacking: {remainder: pad}\n",
+            "is not valid YAML: key 'packing' given twice (line 2, column 1)",
+        ),
+        (
+            b"sources:\n  - name: web\n    input: [a.warc]\n    name: other\n",
+            "key 'name' given twice (line 4, column 5)",
+        ),
+        (
+            b"sources: [{name: web, input: [a.warc]}]\nlanguage:\n  threshold: 0.5\n languages: [en]\n",
+            "is not valid YAML: expected <block end>, but found '<block mapping start>' (line 4, column 2)",
+        ),
+        (
+            "language: {languages: [fr]}  # fran\u00e7ais\n".encode("latin-1"),
+            "is not UTF-8 text (byte 0xe7 at offset 35)",
+        ),
+        ((ROOT / "tests" / "fixtures" / "warc" / "crawl-00000.warc.gz").read_bytes(), "is not UTF-8 text"),
+    ],
+)
 def test_config_files_that_are_not_clean_yaml_are_one_line(tmp_path, content, expected):
     (tmp_path / "config.yaml").write_bytes(content)
     with pytest.raises(ConfigError) as error:
@@ -204,12 +283,15 @@ def test_override_with_duplicate_keys_is_refused(tmp_path):
         load_config(str(SAMPLE), overrides=["packing={seq_len: 8, seq_len: 16}"], output=str(tmp_path / "out"))
 
 
-@pytest.mark.parametrize("output, expected", [
-    ("s3:/bucket/x", "output 's3:/bucket/x': expected a local path or an s3:// URI"),
-    ("s3:bucket", "output 's3:bucket': expected a local path or an s3:// URI"),
-    ("", "output: empty"),
-    ("  ", "output: empty"),
-])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        ("s3:/bucket/x", "output 's3:/bucket/x': expected a local path or an s3:// URI"),
+        ("s3:bucket", "output 's3:bucket': expected a local path or an s3:// URI"),
+        ("", "output: empty"),
+        ("  ", "output: empty"),
+    ],
+)
 def test_outputs_that_are_no_folder_or_uri_are_refused(tmp_path, output, expected):
     with pytest.raises(ConfigError) as error:
         load_config(str(SAMPLE), output=output)
@@ -236,8 +318,10 @@ def test_inputs_by_exact_name_folder_links_and_sources(tmp_path):
     (tmp_path / "links" / "gone.warc.gz").symlink_to(tmp_path / "deleted.warc.gz")
     (tmp_path / "links" / "ok.warc.gz").symlink_to(crawl)
     two = tmp_path / "two.yaml"
-    two.write_text(f"sources: [{{name: web, input: ['{folder}/*.warc.gz']}},\n"
-                   f"          {{name: news, input: ['{folder}/a.warc.gz']}}]\nclassifier: {{kind: none}}\n")
+    two.write_text(
+        f"sources: [{{name: web, input: ['{folder}/*.warc.gz']}},\n"
+        f"          {{name: news, input: ['{folder}/a.warc.gz']}}]\nclassifier: {{kind: none}}\n"
+    )
     cases = [
         (local, [str(tmp_path / "links")], f"'{tmp_path / 'links' / 'gone.warc.gz'}' is a broken symbolic link"),
         (local, [str(tmp_path / "links" / "*.warc.gz")], "is a broken symbolic link (to "),
@@ -252,35 +336,65 @@ def test_inputs_by_exact_name_folder_links_and_sources(tmp_path):
 
 def test_curated_parquet_with_large_string_text_is_accepted(tmp_path):
     pq.write_table(pa.table({"text": pa.array(["a document"], pa.large_string())}), tmp_path / "polars.parquet")
-    config = load_config(write_config(tmp_path, "sources: [{name: old, input: [polars.parquet], curated: true}]\n"
-                                      "classifier: {kind: none}\n"), output=str(tmp_path / "out"))
+    config = load_config(
+        write_config(
+            tmp_path, "sources: [{name: old, input: [polars.parquet], curated: true}]\nclassifier: {kind: none}\n"
+        ),
+        output=str(tmp_path / "out"),
+    )
     assert config.sources[0].curated
 
 
 def test_validate_reports_every_problem_at_once_and_writes_nothing(tmp_path):
-    bad = cli("validate", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out"),
-                  "--set", "dedup.threshold=7", "--set", "language.languages=english", "--set", "packing.bogus=1",
-                  "--set", "quality.min_words=-5", "--set", "ray.num_cpus=0", "--input", str(tmp_path / "none.warc"),
-                  cwd=tmp_path)
+    bad = cli(
+        "validate",
+        str(ROOT / "configs" / "local.yaml"),
+        "--output",
+        str(tmp_path / "out"),
+        "--set",
+        "dedup.threshold=7",
+        "--set",
+        "language.languages=english",
+        "--set",
+        "packing.bogus=1",
+        "--set",
+        "quality.min_words=-5",
+        "--set",
+        "ray.num_cpus=0",
+        "--input",
+        str(tmp_path / "none.warc"),
+        cwd=tmp_path,
+    )
     assert bad.returncode == 2 and bad.stdout == ""
     lines = bad.stderr.strip().splitlines()
     assert all(line.startswith("config error: ") for line in lines), bad.stderr
-    for expected in ("dedup.threshold", "language.languages", "unknown key 'packing.bogus'", "quality.min_words",
-                     "ray.num_cpus", "none.warc' matches no file"):
+    for expected in (
+        "dedup.threshold",
+        "language.languages",
+        "unknown key 'packing.bogus'",
+        "quality.min_words",
+        "ray.num_cpus",
+        "none.warc' matches no file",
+    ):
         assert sum(expected in line for line in lines) == 1, (expected, bad.stderr)
 
     good = cli("validate", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out"), cwd=tmp_path)
     assert good.returncode == 0, good.stderr
     warcs = sorted((ROOT / "tests" / "fixtures" / "warc").iterdir())
-    assert f"read: source 'web' (weight 1): {len(warcs)} crawl files, " \
-           f"{sum(p.stat().st_size for p in warcs):,} bytes" in good.stdout
+    assert (
+        f"read: source 'web' (weight 1): {len(warcs)} crawl files, "
+        f"{sum(p.stat().st_size for p in warcs):,} bytes" in good.stdout
+    )
     assert f"write: {tmp_path / 'out'} (a new output)" in good.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_a_secret_key_in_the_config_is_not_written_into_the_manifest_or_log(tmp_path):
-    config = load_config(str(SAMPLE), output=str(tmp_path / "out"),
-                         overrides=["storage.access_key_id=AKIA", "storage.secret_access_key=do-not-show"])
+    config = load_config(
+        str(SAMPLE),
+        output=str(tmp_path / "out"),
+        overrides=["storage.access_key_id=AKIA", "storage.secret_access_key=do-not-show"],
+    )
     written = config.to_dict()  # what manifest.json and run.log hold
     assert written["storage"] == {**written["storage"], "access_key_id": "AKIA", "secret_access_key": "(not shown)"}
     assert config.storage.secret_access_key == "do-not-show"  # the run itself still uses it

@@ -1,4 +1,5 @@
 """Exact and near dedup on the engine: against brute force, across partitionings, on chains."""
+
 import itertools
 import subprocess
 import sys
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 def shingles(words):
-    return {tuple(words[i:i + 5]) for i in range(len(words) - 4)}
+    return {tuple(words[i : i + 5]) for i in range(len(words) - 4)}
 
 
 def jaccard(a, b):
@@ -33,7 +34,7 @@ def planted_corpus(n=400, seed=5):
         source = int(rng.integers(0, i))
         copy = list(docs[source])
         span, start = int(rng.integers(0, 50)), int(rng.integers(0, 70))
-        copy[start:start + span] = list(rng.integers(5000, 10000, span))
+        copy[start : start + span] = list(rng.integers(5000, 10000, span))
         docs[i] = copy
     return docs
 
@@ -43,8 +44,14 @@ def as_filtered(docs, folder, blocks=4, rejected=()):
     Parquet files."""
     texts = [" ".join(f"w{w}" for w in d) for d in docs]
     stages = pa.array(["quality" if i in rejected else None for i in range(len(docs))], pa.string())
-    table = pa.table({"order": pa.array(range(len(docs)), pa.int64()), "id": [f"d{i}" for i in range(len(docs))],
-                      "text": texts, "stage": stages})
+    table = pa.table(
+        {
+            "order": pa.array(range(len(docs)), pa.int64()),
+            "id": [f"d{i}" for i in range(len(docs))],
+            "text": texts,
+            "stage": stages,
+        }
+    )
     folder.mkdir(parents=True)
     for i, part in enumerate(np.array_split(np.arange(len(docs)), blocks)):
         pq.write_table(table.take(part), folder / f"file-{i:06d}.parquet")
@@ -92,8 +99,10 @@ def test_verification_modes(tmp_path):
 def test_same_verdicts_whatever_the_partitioning(tmp_path):
     docs = planted_corpus(seed=11)
     docs += [list(d) for d in docs[:20]]  # whole copies, for exact dedup
-    results = [verdicts_of(docs, tmp_path / f"{shards}-{blocks}", blocks=blocks, shards=shards)
-               for shards, blocks in ((1, 1), (2, 3), (4, 8), (8, 2))]
+    results = [
+        verdicts_of(docs, tmp_path / f"{shards}-{blocks}", blocks=blocks, shards=shards)
+        for shards, blocks in ((1, 1), (2, 3), (4, 8), (8, 2))
+    ]
     assert results[0] and all(r == results[0] for r in results[1:])
 
 
@@ -120,9 +129,25 @@ def test_one_or_two_cpus_give_the_same_bytes(tmp_path):
     outputs = []
     for cpus in (1, 2):
         out = tmp_path / f"cpus-{cpus}"
-        result = subprocess.run([sys.executable, "-m", "pipeline", "run", str(ROOT / "configs" / "local.yaml"),
-                                 "--output", str(out), "--set", f"ray.num_cpus={cpus}", "--set", f"dedup.shards={cpus * 3}"],
-                                capture_output=True, text=True, timeout=600, cwd=ROOT)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline",
+                "run",
+                str(ROOT / "configs" / "local.yaml"),
+                "--output",
+                str(out),
+                "--set",
+                f"ray.num_cpus={cpus}",
+                "--set",
+                f"dedup.shards={cpus * 3}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         outputs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*.parquet"))})
     assert outputs[0] and outputs[0] == outputs[1]

@@ -1,4 +1,5 @@
 """Normalization, hashing, MinHash and the per-shard dedup work, on plain arrays and tables."""
+
 import hashlib
 import unicodedata
 
@@ -9,15 +10,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import CRAWL_SAMPLE
-from stages.dedup import (MinHasher, band_hashes, bucket_candidates, components, estimated_jaccard, exact_duplicates,
-                          exact_jaccard, normalize, optimal_bands, pair_agreements, pair_jaccards, recall_bands,
-                          resolve_roots, sha1_keys, union_edges)
+from stages.dedup import (
+    MinHasher,
+    band_hashes,
+    bucket_candidates,
+    components,
+    estimated_jaccard,
+    exact_duplicates,
+    exact_jaccard,
+    normalize,
+    optimal_bands,
+    pair_agreements,
+    pair_jaccards,
+    recall_bands,
+    resolve_roots,
+    sha1_keys,
+    union_edges,
+)
 from stages.dedup import FORMAT, WHITE_SPACE
 
 
 def shingles(text, n=5):
     words = text.lower().split()
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def jaccard(a, b):
@@ -39,20 +54,24 @@ def separated_by(separator: str) -> str:
     return SENTENCE.replace(" ", separator)
 
 
-@pytest.mark.parametrize("variant", [
-    pytest.param(separated_by("\u2003"), id="em space U+2003"),
-    pytest.param(separated_by("\u3000"), id="ideographic space U+3000"),
-    pytest.param(separated_by("\u202f"), id="narrow no-break space U+202F"),
-    pytest.param(separated_by("\u0085"), id="next line U+0085"),
-    pytest.param(separated_by("\u2028"), id="line separator U+2028"),
-    pytest.param(separated_by(" \u2029\t "), id="paragraph separator and a run of spaces"),
-    pytest.param(unicodedata.normalize("NFD", SENTENCE), id="NFD against NFC"),
-    pytest.param(" ".join(w[:2] + "\u200b" + w[2:] for w in SENTENCE.split()), id="zero-width space inside words"),
-    pytest.param(SENTENCE.replace("ca", "ca\u00ad").replace("the", "t\u200dhe\ufeff"),
-                 id="soft hyphen, joiner, BOM"),
-    pytest.param(SENTENCE.upper(), id="upper case (STRASSE)"),
-    pytest.param(SENTENCE.replace("the", "ｔｈｅ"), id="full-width letters"),
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param(separated_by("\u2003"), id="em space U+2003"),
+        pytest.param(separated_by("\u3000"), id="ideographic space U+3000"),
+        pytest.param(separated_by("\u202f"), id="narrow no-break space U+202F"),
+        pytest.param(separated_by("\u0085"), id="next line U+0085"),
+        pytest.param(separated_by("\u2028"), id="line separator U+2028"),
+        pytest.param(separated_by(" \u2029\t "), id="paragraph separator and a run of spaces"),
+        pytest.param(unicodedata.normalize("NFD", SENTENCE), id="NFD against NFC"),
+        pytest.param(" ".join(w[:2] + "\u200b" + w[2:] for w in SENTENCE.split()), id="zero-width space inside words"),
+        pytest.param(
+            SENTENCE.replace("ca", "ca\u00ad").replace("the", "t\u200dhe\ufeff"), id="soft hyphen, joiner, BOM"
+        ),
+        pytest.param(SENTENCE.upper(), id="upper case (STRASSE)"),
+        pytest.param(SENTENCE.replace("the", "ｔｈｅ"), id="full-width letters"),
+    ],
+)
 def test_equivalent_texts_have_the_same_key_and_jaccard_1_in_both_kernels(variant):
     hasher = MinHasher(num_perm=64)
     texts = pa.array([SENTENCE, variant])
@@ -75,15 +94,25 @@ def test_the_character_tables_are_unicodes():
 
 def reference_normalize(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).casefold()
-    kept = "".join(" " if c.isspace() and c not in "\x1c\x1d\x1e\x1f" else c for c in folded
-                   if unicodedata.category(c) != "Cf")
+    kept = "".join(
+        " " if c.isspace() and c not in "\x1c\x1d\x1e\x1f" else c for c in folded if unicodedata.category(c) != "Cf"
+    )
     return " ".join(w for w in kept.split(" ") if w)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
-                | st.lists(st.sampled_from(["a", "B", " ", "\u2003", "\u200b", "\u0085", "e\u0301", "ß", "İ", "ﬁ",
-                                            "日本", "🌍", "\u00ad", "\t\n"]), max_size=12).map("".join), max_size=6))
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+        | st.lists(
+            st.sampled_from(
+                ["a", "B", " ", "\u2003", "\u200b", "\u0085", "e\u0301", "ß", "İ", "ﬁ", "日本", "🌍", "\u00ad", "\t\n"]
+            ),
+            max_size=12,
+        ).map("".join),
+        max_size=6,
+    )
+)
 def test_normalize_is_nfkc_casefold_with_unicode_word_breaks(texts):
     assert normalize(pa.array(texts, pa.string())).to_pylist() == [reference_normalize(t) for t in texts]
 
@@ -210,4 +239,6 @@ def test_pair_jaccards_match_exact_jaccard():
     expected = [exact_jaccard(sets[i], sets[j]) for i, j in zip(a, b)]
     assert np.allclose(pair_jaccards(flat, starts, ends, a, b), expected)
     signatures = rng.integers(0, 3, (30, 16)).astype(np.uint32)
-    assert np.allclose(pair_agreements(signatures, a, b), [np.mean(signatures[i] == signatures[j]) for i, j in zip(a, b)])
+    assert np.allclose(
+        pair_agreements(signatures, a, b), [np.mean(signatures[i] == signatures[j]) for i, j in zip(a, b)]
+    )

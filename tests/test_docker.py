@@ -1,6 +1,7 @@
 """The image and cluster files in docker/ cannot be built or run here (no Docker engine, no Kubernetes);
 these checks keep them consistent with the repository: what they copy exists, the Python dependencies
 come from pyproject.toml alone, the Ray versions agree, and the config the RayJob runs is a valid config."""
+
 import re
 import tomllib
 
@@ -36,7 +37,12 @@ def test_rayjob_runs_a_valid_config_from_the_image():
     config = ROOT / in_image.removeprefix("/home/ray/crawlbelt/")
     checked = check_config(str(config), [], None)
     assert checked.output.startswith("s3://") and all(p.startswith("s3://") for s in checked.sources for p in s.input)
-    images = {c["image"] for group in [job["spec"]["rayClusterSpec"]["headGroupSpec"],
-                                       *job["spec"]["rayClusterSpec"]["workerGroupSpecs"]]
-              for c in group["template"]["spec"]["containers"]}
+    images = {
+        c["image"]
+        for group in [
+            job["spec"]["rayClusterSpec"]["headGroupSpec"],
+            *job["spec"]["rayClusterSpec"]["workerGroupSpecs"],
+        ]
+        for c in group["template"]["spec"]["containers"]
+    }
     assert images == {"crawlbelt:0.1.0"}

@@ -1,6 +1,7 @@
 """The engine seam: the passes know only pipeline.engine's data-parallel primitives, which run plain Arrow
 functions on a real embedded Ray; whole files are written by storage.write_atomic and parts named by
 storage.part_name."""
+
 import ast
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ def embedded_ray():
     ray.shutdown()
 
 
-@pytest.mark.parametrize("module", ["dedup", "finalize", "tokens"])
+@pytest.mark.parametrize("module", ["belt", "filtering", "dedup", "finalize", "tokens"])
 def test_a_pass_does_not_know_ray(module):
     tree = ast.parse((ROOT / "pipeline" / f"{module}.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
@@ -45,8 +46,7 @@ def _numbers(folder: Path, files: int, rows: int) -> Path:
 
 
 def _sum_by_mod(group: pa.Table) -> pa.Table:
-    return pa.table({"mod": [group["mod"][0].as_py()], "total": [pc.sum(group["n"]).as_py()],
-                     "rows": [group.num_rows]})
+    return pa.table({"mod": [group["mod"][0].as_py()], "total": [pc.sum(group["n"]).as_py()], "rows": [group.num_rows]})
 
 
 def _squares(batch: pa.Table) -> pa.Table:
@@ -65,15 +65,18 @@ def test_the_primitives_on_ray(embedded_ray, tmp_path):
     assert squares["square"].to_pylist() == [n * n for n in range(30)]
 
     # Streamed to the driver: every row once.
-    streamed = sorted(n for batch in engine.map_to_driver(numbers, _squares, columns=["n"])
-                      for n in batch["n"].to_pylist())
+    streamed = sorted(
+        n for batch in engine.map_to_driver(numbers, _squares, columns=["n"]) for n in batch["n"].to_pylist()
+    )
     assert streamed == list(range(30))
 
     # Grouped by a key column: each group whole in one call, collected; an empty result has the schema.
     sums = engine.group_to_table(numbers, "mod", 2, _sum_by_mod, SUMS, columns=["n", "mod"]).sort_by("mod")
     assert sums.to_pylist() == [{"mod": m, "total": sum(range(m, 30, 3)), "rows": 10} for m in range(3)]
-    assert engine.group_to_table(numbers, "mod", 2, lambda g: g.slice(0, 0), SUMS, columns=["n", "mod"]) \
+    assert (
+        engine.group_to_table(numbers, "mod", 2, lambda g: g.slice(0, 0), SUMS, columns=["n", "mod"])
         == SUMS.empty_table()
+    )
 
     # Items in tasks: each task's items in one call; `before` adds the key; results written as Parquet.
     def task_of(items: pa.Table) -> pa.Table:
@@ -81,14 +84,16 @@ def test_the_primitives_on_ray(embedded_ray, tmp_path):
 
     items = [{"i": i} for i in range(6)]
     engine.map_to_parquet(items, task_of, tmp_path / "tasks", tasks=3, resources=PassResources(num_cpus=1))
-    assert sorted(pq.read_table(tmp_path / "tasks").to_pylist(), key=lambda r: r["first"]) == \
-        [{"first": 0, "items": 2}, {"first": 2, "items": 2}, {"first": 4, "items": 2}]
+    assert sorted(pq.read_table(tmp_path / "tasks").to_pylist(), key=lambda r: r["first"]) == [
+        {"first": 0, "items": 2},
+        {"first": 2, "items": 2},
+        {"first": 4, "items": 2},
+    ]
 
     shared = engine.Shared({i: i * 10 for i in range(6)})
 
     def with_key(items: pa.Table) -> pa.Table:
-        return pa.table({"n": [shared.value[i] for i in items["i"].to_pylist()],
-                         "mod": pc.remainder(items["i"], 3)})
+        return pa.table({"n": [shared.value[i] for i in items["i"].to_pylist()], "mod": pc.remainder(items["i"], 3)})
 
     engine.group_to_parquet(items, "mod", 3, _sum_by_mod, tmp_path / "grouped", before=with_key)
     grouped = pq.read_table(tmp_path / "grouped").sort_by("mod").to_pylist()
@@ -96,12 +101,15 @@ def test_the_primitives_on_ray(embedded_ray, tmp_path):
     assert engine.cpu_count() == 2
 
 
-@pytest.mark.parametrize("content, expected", [
-    (b"\x00bytes", b"\x00bytes"),
-    ("text é\n", "text é\n".encode()),
-    (lambda tmp: tmp.write_bytes(b"by a writer"), b"by a writer"),
-    (lambda tmp: pq.write_table(pa.table({"a": [1]}), tmp), None),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (b"\x00bytes", b"\x00bytes"),
+        ("text é\n", "text é\n".encode()),
+        (lambda tmp: tmp.write_bytes(b"by a writer"), b"by a writer"),
+        (lambda tmp: pq.write_table(pa.table({"a": [1]}), tmp), None),
+    ],
+)
 def test_write_atomic(tmp_path, content, expected):
     target = tmp_path / "out.bin"
     target.write_bytes(b"earlier")
@@ -126,12 +134,15 @@ def test_write_atomic_leaves_the_earlier_file_when_the_write_fails(tmp_path):
     assert target.read_bytes() == b"earlier" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
 
 
-@pytest.mark.parametrize("index, args, name", [
-    (0, (), "part-00000.parquet"),
-    (123, (), "part-00123.parquet"),
-    (7, ("file", 6), "file-000007.parquet"),
-    (123456, (), "part-123456.parquet"),
-])
+@pytest.mark.parametrize(
+    "index, args, name",
+    [
+        (0, (), "part-00000.parquet"),
+        (123, (), "part-00123.parquet"),
+        (7, ("file", 6), "file-000007.parquet"),
+        (123456, (), "part-123456.parquet"),
+    ],
+)
 def test_part_names(index, args, name):
     assert part_name(index, *args) == name
     assert part_index(name) == index

@@ -1,5 +1,6 @@
 """Every documented choice of every config key (README's config table) runs the whole belt on the bundled
 sample: four runs, each with several choices, each run's manifest checked."""
+
 import json
 import logging
 
@@ -19,21 +20,55 @@ WARCS = ROOT / "tests" / "fixtures" / "warc"
 
 # Each run: (the choices, as --set overrides), plus what else it brings.
 RUNS = {
-    "trafilatura": ["extract.method=trafilatura", "extract.fast=false", "extract.favor=balanced",
-                    "language.method=fasttext+stopwords", "classifier.kind=naive_bayes", "dedup.verify=exact",
-                    "tokenizer.engine=auto", "packing.remainder=drop", "packing.shuffle=true", "rejects.text=snippet"],
-    "resiliparse": ["extract.method=resiliparse", "extract.fast=true", "extract.favor=precision",
-                    "language.method=fasttext", "classifier.kind=fasttext", "classifier.label=__label__en",
-                    f"classifier.model_path={default_lid_model_path()}", "classifier.threshold=0.5",
-                    "dedup.verify=estimated", "dedup.exact=false", "quality.enabled=false",
-                    "tokenizer.engine=tokenizers", "packing.remainder=pad", "packing.shuffle=false",
-                    "rejects.text=full"],
-    "resiliparse-clean": ["extract.method=resiliparse-clean", "extract.favor=recall", "language.method=stopwords",
-                          "classifier.kind=none", "dedup.verify=none", "dedup.near=false",
-                          "repetition.enabled=false", "mixture.budget_tokens=20000", "rejects.text=none"],
-    "trafilatura+resiliparse": ["extract.method=trafilatura+resiliparse", "extract.include_tables=false",
-                                "extract.include_comments=true", "language.languages=[]",
-                                "classifier.threshold=-5", "dedup.bands=16", "dedup.rows=4"],
+    "trafilatura": [
+        "extract.method=trafilatura",
+        "extract.fast=false",
+        "extract.favor=balanced",
+        "language.method=fasttext+stopwords",
+        "classifier.kind=naive_bayes",
+        "dedup.verify=exact",
+        "tokenizer.engine=auto",
+        "packing.remainder=drop",
+        "packing.shuffle=true",
+        "rejects.text=snippet",
+    ],
+    "resiliparse": [
+        "extract.method=resiliparse",
+        "extract.fast=true",
+        "extract.favor=precision",
+        "language.method=fasttext",
+        "classifier.kind=fasttext",
+        "classifier.label=__label__en",
+        f"classifier.model_path={default_lid_model_path()}",
+        "classifier.threshold=0.5",
+        "dedup.verify=estimated",
+        "dedup.exact=false",
+        "quality.enabled=false",
+        "tokenizer.engine=tokenizers",
+        "packing.remainder=pad",
+        "packing.shuffle=false",
+        "rejects.text=full",
+    ],
+    "resiliparse-clean": [
+        "extract.method=resiliparse-clean",
+        "extract.favor=recall",
+        "language.method=stopwords",
+        "classifier.kind=none",
+        "dedup.verify=none",
+        "dedup.near=false",
+        "repetition.enabled=false",
+        "mixture.budget_tokens=20000",
+        "rejects.text=none",
+    ],
+    "trafilatura+resiliparse": [
+        "extract.method=trafilatura+resiliparse",
+        "extract.include_tables=false",
+        "extract.include_comments=true",
+        "language.languages=[]",
+        "classifier.threshold=-5",
+        "dedup.bands=16",
+        "dedup.rows=4",
+    ],
 }
 
 
@@ -58,19 +93,27 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
         texts = pa.array(CRAWL_SAMPLE * 3, pa.large_string())
         pq.write_table(pa.table({"text": texts}), tmp_path / "polars.parquet")
         # A third source of text, in a file whose name does not say its format, with its own field names.
-        rows = [{"key": f"note-{i}", "body": text, "link": f"https://notes.example/{i}"}
-                for i, text in enumerate(CRAWL_SAMPLE)]
+        rows = [
+            {"key": f"note-{i}", "body": text, "link": f"https://notes.example/{i}"}
+            for i, text in enumerate(CRAWL_SAMPLE)
+        ]
         if name == "resiliparse-clean":
             (tmp_path / "notes.data").write_text("".join(json.dumps(row) + "\n" for row in rows))
-            text = ("{name: notes, input: ['%s'], format: jsonl, text_field: body, id_field: key, url_field: link, "
-                    "select: {score: lang_score, min_score: 0.5}}" % (tmp_path / "notes.data"))
+            text = (
+                "{name: notes, input: ['%s'], format: jsonl, text_field: body, id_field: key, url_field: link, "
+                "select: {score: lang_score, min_score: 0.5}}" % (tmp_path / "notes.data")
+            )
         else:
             pq.write_table(pa.Table.from_pylist(rows), tmp_path / "notes.data")
-            text = ("{name: notes, input: ['%s'], format: parquet, text_field: body, id_field: key, "
-                    "url_field: link, select: {score: quality_score, top_fraction: 0.5}}" % (tmp_path / "notes.data"))
-        overrides.append(f"sources=[{{name: web, input: ['{WARCS}/*'], format: warc}}, "
-                         f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5, curated: true}}, "
-                         f"{text}]")
+            text = (
+                "{name: notes, input: ['%s'], format: parquet, text_field: body, id_field: key, "
+                "url_field: link, select: {score: quality_score, top_fraction: 0.5}}" % (tmp_path / "notes.data")
+            )
+        overrides.append(
+            f"sources=[{{name: web, input: ['{WARCS}/*'], format: warc}}, "
+            f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5, curated: true}}, "
+            f"{text}]"
+        )
     if name == "trafilatura+resiliparse":
         tokenizer = train_bpe(iter(CRAWL_SAMPLE * 20), 400, ["<|endoftext|>", "<|pad|>"])
         tokenizer.save(str(tmp_path / "tokenizer.json"))
@@ -94,10 +137,15 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
     if "old" in sources:
         assert sources["old"]["documents"] == len(CRAWL_SAMPLE) * 3 and manifest["tokens"]["tokens_per_source"]["old"]
     if "notes" in sources:  # read with its own fields, and only its selected documents drawn
-        notes = [row for table in docs for row in table.select(["id", "url", "file"]).to_pylist()
-                 if row["file"].endswith("notes.data")]
-        assert notes and all(row["id"].startswith("note-") and row["url"].startswith("https://notes.example/")
-                             for row in notes)
+        notes = [
+            row
+            for table in docs
+            for row in table.select(["id", "url", "file"]).to_pylist()
+            if row["file"].endswith("notes.data")
+        ]
+        assert notes and all(
+            row["id"].startswith("note-") and row["url"].startswith("https://notes.example/") for row in notes
+        )
         selected = [line for line in caplog.messages if line.startswith("mixture: notes: ")]
         assert selected and sources["notes"]["documents"] == int(selected[0].split()[2]) <= len(notes)
     lines = [record.getMessage() for record in caplog.records if record.name == "crawlbelt"]

@@ -1,5 +1,6 @@
 """stages.extract: charset decoding and extraction (trafilatura, resiliparse), on bytes made here and on real pages from
 ../shared/realhtml and ../shared/realdata."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,13 @@ def docs(pages, charsets=None) -> pa.Table:
     """A batch as read_warc gives it: alive rows with `html` and `http_charset`."""
     n = len(pages)
     columns = {name: [None] * n for name in DOCUMENT_SCHEMA.names}
-    columns.update(order=list(range(n)), id=[f"doc-{i}" for i in range(n)], offset=list(range(n)),
-                   html=list(pages), http_charset=list(charsets or [None] * n))
+    columns.update(
+        order=list(range(n)),
+        id=[f"doc-{i}" for i in range(n)],
+        offset=list(range(n)),
+        html=list(pages),
+        http_charset=list(charsets or [None] * n),
+    )
     return pa.Table.from_pydict(columns, schema=DOCUMENT_SCHEMA)
 
 
@@ -103,7 +109,7 @@ def test_utf8_wins_over_a_wrong_legacy_label_and_bom_over_everything():
 def test_one_broken_byte_keeps_the_declared_charset():
     page = html_page(RUSSIAN * 20).encode("utf-8")
     cut = page.index("Москва".encode()) + 1  # half of a two-byte letter
-    broken = page[:cut] + page[cut + 1:]
+    broken = page[:cut] + page[cut + 1 :]
     text, charset = decode_html(broken, "utf-8")
     assert charset == "utf-8"
     assert text.count("\ufffd") == 1 and text.count("Москва") == 19
@@ -274,7 +280,11 @@ def test_methods_keep_the_article_and_drop_nav_and_footer(method):
     out = Extract(method=method)(docs([ARTICLE_PAGE.encode()]))
     assert out["reason"].to_pylist() == [None]
     text = out["text"][0].as_py()
-    for sentence in ("lived on rocks that the sea covered", "record of storms, shipwrecks", "through the same great lenses"):
+    for sentence in (
+        "lived on rocks that the sea covered",
+        "record of storms, shipwrecks",
+        "through the same great lenses",
+    ):
         assert sentence in " ".join(text.split()), text
     for boilerplate in ("Subscribe today", "Sign in", "All rights reserved", "Privacy policy", "Cookie settings"):
         assert boilerplate not in text, text
@@ -289,17 +299,26 @@ def test_resiliparse_decodes_first_and_rejects_empty_pages():
 
 
 def test_clean_drops_short_lines_that_are_not_sentences():
-    text = "  • Home\n  • World news\n\nThe keepers of the lighthouses lived on the rocks\n\nThey left.\n\nShare this\n\n" \
-           "北京是中华人民共和国的首都\nPhoto: Jane Doe"
-    assert drop_short_lines(text) == "The keepers of the lighthouses lived on the rocks\n\nThey left.\n\n北京是中华人民共和国的首都"
+    text = (
+        "  • Home\n  • World news\n\nThe keepers of the lighthouses lived on the rocks\n\nThey left.\n\nShare this\n\n"
+        "北京是中华人民共和国的首都\nPhoto: Jane Doe"
+    )
+    assert (
+        drop_short_lines(text)
+        == "The keepers of the lighthouses lived on the rocks\n\nThey left.\n\n北京是中华人民共和国的首都"
+    )
     assert drop_short_lines("Home\nNews") == "Home\nNews"  # nothing left: unchanged
 
 
 def test_clean_drops_alt_texts_and_short_links_the_plain_method_keeps():
     page = ARTICLE_PAGE.replace(
-        "<p>When the last", '<figure><img src="a.jpg" alt="Portrait of a keeper with his lamp"></figure>'
-        '<p>Related: <a href="/b">Storm photos</a></p><p>Share on Facebook</p><p>When the last')
-    plain, clean = (Extract(method=m)(docs([page.encode()]))["text"][0].as_py() for m in ("resiliparse", "resiliparse-clean"))
+        "<p>When the last",
+        '<figure><img src="a.jpg" alt="Portrait of a keeper with his lamp"></figure>'
+        '<p>Related: <a href="/b">Storm photos</a></p><p>Share on Facebook</p><p>When the last',
+    )
+    plain, clean = (
+        Extract(method=m)(docs([page.encode()]))["text"][0].as_py() for m in ("resiliparse", "resiliparse-clean")
+    )
     for line in ("Portrait of a keeper", "Storm photos", "Share on Facebook"):
         assert line in plain  # resiliparse's main-content heuristics keep these
         assert line not in clean
@@ -341,7 +360,8 @@ def test_unknown_method_is_refused_by_stage_and_config(tmp_path):
     message = str(error.value)
     assert "\n" not in message
     assert message.startswith(
-        "extract.method: expected one of trafilatura, resiliparse, resiliparse-clean, trafilatura+resiliparse")
+        "extract.method: expected one of trafilatura, resiliparse, resiliparse-clean, trafilatura+resiliparse"
+    )
     assert "'readability'" in message
     config = load_config(str(sample), overrides=["extract.method=resiliparse", "extract.fast=true"], inputs=[str(warc)])
     assert (config.extract.method, config.extract.fast) == ("resiliparse", True)

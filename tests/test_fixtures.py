@@ -2,6 +2,7 @@
 
 Regenerate with:  .venv/bin/python scripts/make_fixtures.py   (writes tests/fixtures/)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +22,17 @@ from helpers import FIXTURES, ROOT
 
 WARC_DIR = FIXTURES / "warc"
 SCRIPT = ROOT / "scripts" / "make_fixtures.py"
-KINDS = {"clean", "exact_duplicate", "near_duplicate", "non_english", "junk", "not_html",
-         "http_error", "malformed", "not_document"}
+KINDS = {
+    "clean",
+    "exact_duplicate",
+    "near_duplicate",
+    "non_english",
+    "junk",
+    "not_html",
+    "http_error",
+    "malformed",
+    "not_document",
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +43,7 @@ def expected() -> dict:
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fixtures")
-    subprocess.run([sys.executable, str(SCRIPT), str(out)], check=True, cwd=ROOT,
-                   capture_output=True, text=True)
+    subprocess.run([sys.executable, str(SCRIPT), str(out)], check=True, cwd=ROOT, capture_output=True, text=True)
     return out
 
 
@@ -53,7 +62,8 @@ def test_committed_fixtures_are_byte_identical_to_regenerated(regenerated: Path)
     assert committed_warcs == [n for n in names if n.startswith("warc/")]
     for name in names:
         assert _sha1(FIXTURES / name) == _sha1(regenerated / name), (
-            f"{name} differs from a fresh run of scripts/make_fixtures.py; regenerate and commit it")
+            f"{name} differs from a fresh run of scripts/make_fixtures.py; regenerate and commit it"
+        )
 
 
 def test_fixture_crawl_is_small(expected: dict):
@@ -122,13 +132,13 @@ def test_warcio_reads_records_as_expected(expected: dict):
                 got.append(triple)
         assert got == _triples(exp[:i]), "records before the corrupted member"
         # the records after it are intact: reading from the next member's offset works
-        assert list(_read(path, start=exp[i + 1]["offset"])) == _triples(exp[i + 1:])
+        assert list(_read(path, start=exp[i + 1]["offset"])) == _triples(exp[i + 1 :])
 
 
 def test_corrupted_member_does_not_inflate(expected: dict):
     (r,) = [r for r in expected["records"] if r["kind"] == "malformed"]
     data = (WARC_DIR / r["file"]).read_bytes()
-    member = data[r["offset"]:r["offset"] + r["length"]]
+    member = data[r["offset"] : r["offset"] + r["length"]]
     assert member[:3] == b"\x1f\x8b\x08"  # the gzip header is intact, the deflate data is not
     assert r["offset"] < r["corrupt_bytes_at"] < r["offset"] + r["length"]
     with pytest.raises(zlib.error):
@@ -171,7 +181,8 @@ def _article_text(html_text: str) -> str:
 def _jaccard(a: str, b: str) -> float:
     def sh(t):
         w = t.lower().split()
-        return {tuple(w[i:i + 5]) for i in range(len(w) - 4)}
+        return {tuple(w[i : i + 5]) for i in range(len(w) - 4)}
+
     sa, sb = sh(a), sh(b)
     return len(sa & sb) / len(sa | sb)
 

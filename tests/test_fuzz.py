@@ -3,6 +3,7 @@ No input may raise, lose a record or break the ledger's rules.
 
 CI runs FUZZ_EXAMPLES (default 300) derandomized examples; `python scripts/fuzz.py N` runs N random ones.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -22,17 +23,32 @@ from stages.warc_read import DOCUMENT_SCHEMA, ORDER_STRIDE, read_warc
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
 # Seeds: small real files of each shape (WARC, gzip per record, whole-file gzip, ARC, chunked, charsets,
 # br and zstd bodies, zstd per record with a dictionary, whole-file zstd, WET).
-SEED_NAMES = ["content_length_short.warc", "bad_chunked_encoding.warc", "arc_v1.arc", "truncated_gzip_member.warc.gz",
-              "gzip_whole_file.warc.gz", "charset_gbk.warc", "content_encoding_gzip.warc", "status_without_reason.warc",
-              "content_encoding_br_valid.warc", "content_encoding_zstd.warc", "zst_dictionary.warc.zst",
-              "zst_whole_file.warc.zst", "wet.warc.wet.gz"]
+SEED_NAMES = [
+    "content_length_short.warc",
+    "bad_chunked_encoding.warc",
+    "arc_v1.arc",
+    "truncated_gzip_member.warc.gz",
+    "gzip_whole_file.warc.gz",
+    "charset_gbk.warc",
+    "content_encoding_gzip.warc",
+    "status_without_reason.warc",
+    "content_encoding_br_valid.warc",
+    "content_encoding_zstd.warc",
+    "zst_dictionary.warc.zst",
+    "zst_whole_file.warc.zst",
+    "wet.warc.wet.gz",
+]
 SEEDS = [(BAD / name).read_bytes() for name in SEED_NAMES]
 SEEDS.append(gzip.compress(SEEDS[0], mtime=0))  # one more whole-file gzip, of a damaged WARC
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
 RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
 
-STAGES = [Extract(timeout_s=2), LanguageId(method="fasttext+stopwords", languages=("en",), short_text_chars=100),
-          GopherQuality(), GopherRepetition()]
+STAGES = [
+    Extract(timeout_s=2),
+    LanguageId(method="fasttext+stopwords", languages=("en",), short_text_chars=100),
+    GopherQuality(),
+    GopherRepetition(),
+]
 
 
 @st.composite
@@ -45,20 +61,25 @@ def mutated(draw) -> bytes:
         if kind == "flip" and data:
             data[at] ^= draw(st.integers(1, 255))
         elif kind == "delete":
-            del data[at:at + span]
+            del data[at : at + span]
         elif kind == "insert":
             data[at:at] = draw(st.binary(min_size=1, max_size=span))
         elif kind == "duplicate":
-            data[at:at] = data[at:at + span * 8]
+            data[at:at] = data[at : at + span * 8]
         elif kind == "truncate":
             del data[at:]
         elif kind == "digits":  # lengths and chunk sizes are where parsers trust their input
-            data[at:at + 2] = draw(st.sampled_from([b"0", b"9999999", b"-1", b"ff", b"\r\n", b" "]))
+            data[at : at + 2] = draw(st.sampled_from([b"0", b"9999999", b"-1", b"ff", b"\r\n", b" "]))
     return bytes(data)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not RANDOM,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=mutated())
 def test_mutated_warc_bytes_never_break_the_reader_or_the_stages(data, tmp_path, capsys):
     path = tmp_path / "fuzz.warc"
@@ -68,8 +89,9 @@ def test_mutated_warc_bytes_never_break_the_reader_or_the_stages(data, tmp_path,
     assert all(table.schema.equals(DOCUMENT_SCHEMA) for table in tables)
     orders = [row["order"] for row in rows]
     assert orders == sorted(set(orders)), "every record once, in file order"
-    assert all(0 <= row["offset"] < max(1, len(data)) and row["order"] == 3 * ORDER_STRIDE + row["offset"]
-               for row in rows)
+    assert all(
+        0 <= row["offset"] < max(1, len(data)) and row["order"] == 3 * ORDER_STRIDE + row["offset"] for row in rows
+    )
     for row in rows:
         # an alive row carries its HTML, or (a WET record) its text, never both
         assert (row["html"] is not None) + (row["text"] is not None) == (row["stage"] is None)

@@ -2,6 +2,7 @@
 Ray's included) at points in every pass, rerun each time; the run that finally completes must give the
 same bytes in docs/, rejects/ and tokens/ as an uninterrupted run, and at no kill may a file under its
 final name be partial. The reference run uses 1 CPU and other block sizes: determinism is part of the check."""
+
 from __future__ import annotations
 
 import json
@@ -27,30 +28,46 @@ FINAL = ("docs", "rejects", "tokens")
 # (seeded, printed on failure) moves it around inside that pass.
 _random = random.Random(7)
 KILL_POINTS = [
-    (None, 4.0),                                  # starting Ray / first reads
-    (None, 7.0 + _random.uniform(0, 2)),          # inside the filter pass
-    ("filter pass:", 0.0),                        # dedup starts
+    (None, 4.0),  # starting Ray / first reads
+    (None, 7.0 + _random.uniform(0, 2)),  # inside the filter pass
+    ("filter pass:", 0.0),  # dedup starts
     ("filter pass:", _random.uniform(0.3, 1.5)),  # inside dedup
-    ("dedup pass:", 0.0),                         # finalize writing docs/ and rejects/ parts
+    ("dedup pass:", 0.0),  # finalize writing docs/ and rejects/ parts
     ("dedup pass:", _random.uniform(0.2, 0.8)),
-    ("finalize:", 0.0),                           # tokenizer training, tokenizer.json written
-    ("tokenizer:", 0.0),                          # encoding
-    ("encode:", 0.0),                             # mixture, packing, token shards written
-    ("mixture:", _random.uniform(0.0, 0.3)),      # writing token shards
-    ("pack:", 0.0),                               # manifest and report written
+    ("finalize:", 0.0),  # tokenizer training, tokenizer.json written
+    ("tokenizer:", 0.0),  # encoding
+    ("encode:", 0.0),  # mixture, packing, token shards written
+    ("mixture:", _random.uniform(0.0, 0.3)),  # writing token shards
+    ("pack:", 0.0),  # manifest and report written
 ]
 
 
 # The uninterrupted reference runs on 1 CPU with other batch sizes and dedup shards, so the comparison also
 # shows that the bytes depend on none of them.
-REFERENCE_SETTINGS = ["ray.num_cpus=1", "packing.seq_len=32", "packing.sequences_per_shard=40", "dedup.shards=5",
-                      "read.batch_size=7", "tokenizer.batch_size=5"]
+REFERENCE_SETTINGS = [
+    "ray.num_cpus=1",
+    "packing.seq_len=32",
+    "packing.sequences_per_shard=40",
+    "dedup.shards=5",
+    "read.batch_size=7",
+    "tokenizer.batch_size=5",
+]
 
 
 def command(out: Path, settings: list[str] = SETTINGS) -> list[str]:
     sets = [arg for s in settings for arg in ("--set", s)]
-    return [sys.executable, "-m", "pipeline", "run", str(ROOT / "configs" / "local.yaml"), "--input", *INPUTS,
-            "--output", str(out), *sets]
+    return [
+        sys.executable,
+        "-m",
+        "pipeline",
+        "run",
+        str(ROOT / "configs" / "local.yaml"),
+        "--input",
+        *INPUTS,
+        "--output",
+        str(out),
+        *sets,
+    ]
 
 
 def run_to_end(out: Path, settings: list[str] = SETTINGS) -> None:
@@ -61,8 +78,14 @@ def run_to_end(out: Path, settings: list[str] = SETTINGS) -> None:
 def run_and_kill(out: Path, marker: str | None, delay: float, settings: list[str] = SETTINGS) -> bool:
     """Start a run, SIGKILL its whole process group `delay` s after `marker` appears in its log (or
     after the start); True if it was killed, False if it finished first."""
-    process = subprocess.Popen(command(out, settings), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command(out, settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     seen = threading.Event() if marker else None
     log: list[str] = []
 
@@ -113,8 +136,12 @@ def assert_no_partial_files(out: Path) -> None:
 
 
 def final_files(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for name in FINAL for p in sorted((out / name).rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for name in FINAL
+        for p in sorted((out / name).rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_killed_runs_rerun_to_the_same_bytes(tmp_path):

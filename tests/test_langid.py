@@ -39,8 +39,14 @@ def test_stopword_language_of_crawl_sample():
     [
         (ENGLISH, "en"),
         (FRENCH, "fr"),
-        ("Das Wetter war heute Morgen wunderschön, also sind wir am Fluss entlang spaziert und haben über das Buch gesprochen.", "de"),
-        ("Сегодня утром была прекрасная погода, поэтому мы гуляли вдоль реки и говорили о книге, которую только что прочитали.", "ru"),
+        (
+            "Das Wetter war heute Morgen wunderschön, also sind wir am Fluss entlang spaziert und haben über das Buch gesprochen.",
+            "de",
+        ),
+        (
+            "Сегодня утром была прекрасная погода, поэтому мы гуляли вдоль реки и говорили о книге, которую только что прочитали.",
+            "ru",
+        ),
         ("今天早上天气很好，所以我们沿着河边散步，聊了聊我们刚刚读完的那本书。", "zh"),
     ],
 )
@@ -116,7 +122,12 @@ def test_threshold_applies_only_to_fasttext_answers():
     table = _table()
     out = LanguageId(method="fasttext", threshold=0.9999)(table)
     assert out["reason"].to_pylist() == [
-        "language:low_score", "language:fr", "language:low_score", "language:low_score", "duplicate:exact"]
+        "language:low_score",
+        "language:fr",
+        "language:low_score",
+        "language:low_score",
+        "duplicate:exact",
+    ]
     # The same threshold does not judge stop-word shares.
     out = LanguageId(method="stopwords", threshold=0.9999)(table)
     assert out["reason"][0].as_py() is None and out["reason"][2].as_py() is None

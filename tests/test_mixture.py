@@ -1,5 +1,6 @@
 """The mixture sampler: the passes weights imply (crawl_sample.md's figures), whole passes plus a seeded
 fraction, the repetition warning, and the same sample from the same seed."""
+
 import numpy as np
 import pytest
 
@@ -7,8 +8,11 @@ from stages.mixture import implied_passes, plan_mixture, repetition_warnings
 
 
 def test_crawl_sample_mixture_figures():
-    passes = implied_passes({"web": 0.80, "wiki": 0.05, "code": 0.15},
-                            {"web": 900 * 10**9, "wiki": 20 * 10**9, "code": 150 * 10**9}, 1000 * 10**9)
+    passes = implied_passes(
+        {"web": 0.80, "wiki": 0.05, "code": 0.15},
+        {"web": 900 * 10**9, "wiki": 20 * 10**9, "code": 150 * 10**9},
+        1000 * 10**9,
+    )
     assert {name: round(p, 2) for name, p in passes.items()} == {"web": 0.89, "wiki": 2.5, "code": 1.0}
 
 

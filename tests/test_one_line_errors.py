@@ -1,5 +1,6 @@
 """Mistakes and interruptions end in one line, not a traceback, with the right exit code and nothing written:
 the commands run as real subprocesses, on a real run's output, a real closed port and a real SIGINT."""
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,20 @@ from pipeline.cli import interrupted_line
 from pipeline.config import RAY_OBJECT_STORE_MIN_MB, Config, StorageConfig
 
 SETTINGS = ["--set", "ray.num_cpus=2"]
-INTERRUPTED = ("crawlbelt: interrupted; run the same command again to resume "
-               "(the filter pass's finished files are kept)")
+INTERRUPTED = "crawlbelt: interrupted; run the same command again to resume (the filter pass's finished files are kept)"
 
 
 def run_command(out: Path) -> list[str]:
-    return [sys.executable, "-m", "pipeline", "run", str(ROOT / "configs" / "local.yaml"), "--output", str(out),
-            *SETTINGS]
+    return [
+        sys.executable,
+        "-m",
+        "pipeline",
+        "run",
+        str(ROOT / "configs" / "local.yaml"),
+        "--output",
+        str(out),
+        *SETTINGS,
+    ]
 
 
 def one_line(result: subprocess.CompletedProcess) -> str:
@@ -85,16 +93,19 @@ def _foreign_manifest(run: Path, tmp_path: Path) -> tuple[Path, None]:
 def _truncated_manifest(run: Path, tmp_path: Path) -> tuple[Path, None]:
     (tmp_path / "cut").mkdir()
     whole = (run / "manifest.json").read_bytes()
-    (tmp_path / "cut" / "manifest.json").write_bytes(whole[:len(whole) // 2])
+    (tmp_path / "cut" / "manifest.json").write_bytes(whole[: len(whole) // 2])
     return tmp_path / "cut", None
 
 
-@pytest.mark.parametrize("make_case, expected", [
-    (_missing_folder, "r.html: No such file or directory"),
-    (_existing_folder, "existing: Is a directory"),
-    (_foreign_manifest, "manifest.json' is not a crawlbelt manifest"),
-    (_truncated_manifest, "manifest.json' is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "make_case, expected",
+    [
+        (_missing_folder, "r.html: No such file or directory"),
+        (_existing_folder, "existing: Is a directory"),
+        (_foreign_manifest, "manifest.json' is not a crawlbelt manifest"),
+        (_truncated_manifest, "manifest.json' is not valid JSON"),
+    ],
+)
 def test_report_mistakes_are_one_line_and_write_nothing(finished_run, tmp_path, make_case, expected):
     out_dir, output = make_case(finished_run, tmp_path)
     before, run_before = files_under(tmp_path), files_under(finished_run)
@@ -107,8 +118,9 @@ def test_report_mistakes_are_one_line_and_write_nothing(finished_run, tmp_path, 
 
 def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run, tmp_path):
     out = tmp_path / "out"
-    process = subprocess.Popen(run_command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        run_command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     while not (out / "_work" / "filtered").exists():  # the filter pass has started
         assert process.poll() is None, process.stderr.read()[-3000:]
         time.sleep(0.05)
@@ -120,15 +132,20 @@ def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run,
     rerun = subprocess.run(run_command(out), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert files_under(out / "docs") == files_under(finished_run / "docs")
-    assert json.loads((out / "manifest.json").read_text())["counts"] == \
-        json.loads((finished_run / "manifest.json").read_text())["counts"]
+    assert (
+        json.loads((out / "manifest.json").read_text())["counts"]
+        == json.loads((finished_run / "manifest.json").read_text())["counts"]
+    )
 
 
-@pytest.mark.parametrize("output, staging, resumes", [
-    ("out/run", None, True),
-    ("s3://bucket/run", "/shared/staging", True),
-    ("s3://bucket/run", None, False),  # built in a new temporary folder each time
-])
+@pytest.mark.parametrize(
+    "output, staging, resumes",
+    [
+        ("out/run", None, True),
+        ("s3://bucket/run", "/shared/staging", True),
+        ("s3://bucket/run", None, False),  # built in a new temporary folder each time
+    ],
+)
 def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resumes):
     line = interrupted_line(Config(output=output, storage=StorageConfig(staging=staging)))
     assert line.startswith("crawlbelt: interrupted; ") and (line == INTERRUPTED) == resumes

@@ -1,6 +1,7 @@
 """What a run may replace: only crawlbelt's own outputs (by their marker), and an earlier output only once
 the new one is complete. A rerun that fails or is killed leaves the earlier output whole; a dry run never
 replaces a real run; a run cut short is never taken for a finished one."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,11 @@ def make_tree(folder: Path, files: dict[str, str]) -> None:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and "_work" not in p.parts}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "_work" not in p.parts
+    }
 
 
 @pytest.mark.parametrize("layout", FOREIGN)
@@ -73,8 +77,13 @@ def test_a_rerun_that_fails_or_is_killed_leaves_the_earlier_output_whole(finishe
     before = snapshot(out)
     empty_model = tmp_path / "empty.bin"
     empty_model.write_bytes(b"")
-    failed = subprocess.run(command(out, SETTINGS + [f"language.model_path={empty_model}"]), cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    failed = subprocess.run(
+        command(out, SETTINGS + [f"language.model_path={empty_model}"]),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert failed.returncode != 0
     assert snapshot(out) == before
     # another setting, so that the new output differs; killed in the filter pass, after finalize, in packing

@@ -1,5 +1,6 @@
 """Where a run may write, and what it says when it cannot: a full disk mid-run is one line and a rerun
 after freeing space finishes; input and source names cannot make a run write outside its output folder."""
+
 from __future__ import annotations
 
 import json
@@ -18,19 +19,37 @@ FIXTURE_WARCS = sorted((ROOT / "tests" / "fixtures" / "warc").iterdir())
 
 def run(output: Path, inputs: list[Path], *settings: str) -> subprocess.CompletedProcess:
     sets = [arg for s in ("ray.num_cpus=1", "packing.seq_len=32", *settings) for arg in ("--set", s)]
-    return subprocess.run([sys.executable, "-m", "pipeline", "run", str(ROOT / "configs" / "local.yaml"),
-                           "--input", *map(str, inputs), "--output", str(output), *sets],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "run",
+            str(ROOT / "configs" / "local.yaml"),
+            "--input",
+            *map(str, inputs),
+            "--output",
+            str(output),
+            *sets,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     mount = tmp_path / "disk"
     mount.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True,
-                             text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if mounted.returncode:
-        pytest.skip(f"a full disk is simulated with a small tmpfs, and mounting one failed here: {mounted.stderr.strip()}")
+        pytest.skip(
+            f"a full disk is simulated with a small tmpfs, and mounting one failed here: {mounted.stderr.strip()}"
+        )
     try:
         yield mount
     finally:
@@ -71,12 +90,15 @@ def test_a_full_disk_is_one_line_and_a_rerun_after_freeing_space_finishes(small_
     assert all(manifest["invariants"].values()) and manifest["counts"]["kept"] > 0
 
 
-@pytest.mark.parametrize("point,leave_kb,settings", [
-    # what the run writes before the tokenizer fits in 380 KB, the trained tokenizer (about 240 KB) does not
-    ("saving the tokenizer", 380, []),
-    # the tokenizer and the encoded tokens fit, 2M drawn tokens of shards (about 360 passes) do not
-    ("writing the token shards", 800, ["mixture.budget_tokens=2000000", "mixture.max_passes=1000"]),
-])
+@pytest.mark.parametrize(
+    "point,leave_kb,settings",
+    [
+        # what the run writes before the tokenizer fits in 380 KB, the trained tokenizer (about 240 KB) does not
+        ("saving the tokenizer", 380, []),
+        # the tokenizer and the encoded tokens fit, 2M drawn tokens of shards (about 360 passes) do not
+        ("writing the token shards", 800, ["mixture.budget_tokens=2000000", "mixture.max_passes=1000"]),
+    ],
+)
 def test_a_full_disk_in_the_tokens_pass_is_one_line(small_disk, point, leave_kb, settings):
     fill(small_disk, leave=leave_kb * 1024)
     out = small_disk / "out"

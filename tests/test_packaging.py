@@ -1,6 +1,7 @@
 """torch is the `train` extra: the curation belt imports and runs without it, and `train` without it says so
 in one line. A fresh venv takes too long here, so torch is hidden instead, in every process of the run (the
 blocker is a sitecustomize on PYTHONPATH, which Ray's workers inherit)."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ import pytest
 
 from helpers import ROOT
 
-NO_TORCH = '''
+NO_TORCH = """
 import os, sys
 
 class NoTorch:
@@ -24,10 +25,12 @@ class NoTorch:
 sys.meta_path.insert(0, NoTorch())
 with open(os.environ["NO_TORCH_LOG"], "a") as log:
     log.write(f"{os.getpid()}\\n")
-'''
+"""
 
-MAIN = "import sys; from pipeline.cli import main; code = main(sys.argv[1:]); assert 'torch' not in sys.modules; " \
-       "sys.exit(code)"
+MAIN = (
+    "import sys; from pipeline.cli import main; code = main(sys.argv[1:]); assert 'torch' not in sys.modules; "
+    "sys.exit(code)"
+)
 
 
 def test_torch_is_only_in_the_train_extra_which_setup_installs():
@@ -45,8 +48,9 @@ def test_the_belt_runs_without_torch_and_train_says_it_needs_the_extra(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "blocker"), "NO_TORCH_LOG": str(log)}
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-c", MAIN, *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=600)
+        return subprocess.run(
+            [sys.executable, "-c", MAIN, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
 
     hidden = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
     assert hidden.returncode == 1 and "No module named 'torch'" in hidden.stderr

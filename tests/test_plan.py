@@ -1,4 +1,5 @@
 """The capacity planner: its figures are crawl_sample.md's."""
+
 import json
 import subprocess
 import sys
@@ -23,28 +24,68 @@ def test_planner_figures_match_crawl_sample():
 
 
 def test_plan_command(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pipeline", "plan", "--params", "7.5B", "--gpus", "64",
-                             "--save-seconds", "60", "--mtbf-hours", "3"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "plan",
+            "--params",
+            "7.5B",
+            "--gpus",
+            "64",
+            "--save-seconds",
+            "60",
+            "--mtbf-hours",
+            "3",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for figure in ("120.0 GB", "31.4 GB", "16.6 GB", "1.9 GB", "150.0B", "18.97 minutes", "10.5%"):
         assert figure in out, (figure, out)
-    figures = json.loads(subprocess.run([sys.executable, "-m", "pipeline", "plan", "--params", "125M", "--gpus", "8",
-                                         "--tokens", "2.5B", "--json"], cwd=ROOT, capture_output=True, text=True,
-                                        timeout=60).stdout)
+    figures = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "pipeline", "plan", "--params", "125M", "--gpus", "8", "--tokens", "2.5B", "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+    )
     assert figures["training_flops"] == pytest.approx(6 * 125e6 * 2.5e9) and "checkpoint" not in figures
 
 
-@pytest.mark.parametrize("option, value", [
-    ("--gpus", "0"), ("--gpus", "-8"), ("--gpus", "eight"),
-    ("--params", "0"), ("--params", "seven"), ("--params", "nan"), ("--params", "inf"), ("--params", "-7"),
-    ("--tokens", "0"), ("--tokens", "nanB"),
-    ("--mfu", "0"), ("--mfu", "40"), ("--mfu", "nan"),
-    ("--peak-tflops", "0"), ("--peak-tflops", "inf"), ("--peak-tflops", "nan"),
-    ("--mtbf-hours", "0"), ("--mtbf-hours", "inf"),
-    ("--save-seconds", "-1"), ("--save-seconds", "0"), ("--save-seconds", "nan"),
-])
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("--gpus", "0"),
+        ("--gpus", "-8"),
+        ("--gpus", "eight"),
+        ("--params", "0"),
+        ("--params", "seven"),
+        ("--params", "nan"),
+        ("--params", "inf"),
+        ("--params", "-7"),
+        ("--tokens", "0"),
+        ("--tokens", "nanB"),
+        ("--mfu", "0"),
+        ("--mfu", "40"),
+        ("--mfu", "nan"),
+        ("--peak-tflops", "0"),
+        ("--peak-tflops", "inf"),
+        ("--peak-tflops", "nan"),
+        ("--mtbf-hours", "0"),
+        ("--mtbf-hours", "inf"),
+        ("--save-seconds", "-1"),
+        ("--save-seconds", "0"),
+        ("--save-seconds", "nan"),
+    ],
+)
 def test_plan_refuses_a_bad_figure_in_one_line(capsys, option, value):
     arguments = {"--params": "7.5B", "--gpus": "64", "--save-seconds": "60", "--mtbf-hours": "3", option: value}
     with pytest.raises(SystemExit) as exit_:

@@ -18,6 +18,7 @@ def text(n):
 
 # --- quality rules, one by one: (rule, text that breaks exactly it, near miss that breaks nothing) ---
 
+
 def _lines(n_lines, marked, mark):
     """n_lines lines of six clean words, the first `marked` of them passed through `mark`."""
     lines = [" ".join(words(6)) for _ in range(n_lines)]
@@ -30,7 +31,11 @@ QUALITY_CASES = [
     # mean word length 1.04, then exactly 3 (the bounds are inclusive)
     ("odd_word_length", " ".join(["to", "of"] + ["a"] * 48), " ".join(["the", "and"] + ["cat"] * 48)),
     # mean word length above 10, then exactly 10
-    ("odd_word_length", " ".join(["the", "and"] + ["x" * 11] * 48), " ".join(["the", "and", "x" * 24] + ["y" * 10] * 47)),
+    (
+        "odd_word_length",
+        " ".join(["the", "and"] + ["x" * 11] * 48),
+        " ".join(["the", "and", "x" * 24] + ["y" * 10] * 47),
+    ),
     # 6 "#" in 50 words is 0.12; 5 is 0.10, not above
     ("too_many_symbols", " ".join(words(44) + ["#tag"] * 6), " ".join(words(45) + ["#tag"] * 5)),
     # the same with ellipses, kept off the line's end so that mostly_ellipsis stays quiet
@@ -42,8 +47,11 @@ QUALITY_CASES = [
     # 40 of 51 words have a letter (0.78); then 40 of 50 (0.80)
     ("too_few_alphabetic_words", " ".join(words(40) + ["123"] * 11), " ".join(words(40) + ["123"] * 10)),
     # only "the" of the Gopher stop words; then "the" and "and"
-    ("missing_stop_words", " ".join(["The"] + words(49, ["river", "carries", "sand", "sea"])),
-     " ".join(["The", "AND,"] + words(48, ["river", "carries", "sand", "sea"]))),
+    (
+        "missing_stop_words",
+        " ".join(["The"] + words(49, ["river", "carries", "sand", "sea"])),
+        " ".join(["The", "AND,"] + words(48, ["river", "carries", "sand", "sea"])),
+    ),
 ]
 
 
@@ -68,8 +76,14 @@ def test_quality_rules_order_follows_the_table():
     # Breaks five rules at once; they come out in table order.
     bad = "\n".join("- # 1 2 …" for _ in range(3))
     assert gopher_quality_rules(bad) == [
-        "too_short", "odd_word_length", "too_many_symbols", "mostly_bullets", "mostly_ellipsis",
-        "too_few_alphabetic_words", "missing_stop_words"]
+        "too_short",
+        "odd_word_length",
+        "too_many_symbols",
+        "mostly_bullets",
+        "mostly_ellipsis",
+        "too_few_alphabetic_words",
+        "missing_stop_words",
+    ]
 
 
 def test_crawl_sample_quality():
@@ -84,11 +98,20 @@ def test_crawl_sample_repetition():
         assert gopher_repetition_rules(CRAWL_SAMPLE[page]) == [], page
     # page 4 is one phrase twelve times: every n-gram rule fires, lines and paragraphs do not (one each)
     assert gopher_repetition_rules(CRAWL_SAMPLE[4]) == [
-        "top_2_gram", "top_3_gram", "top_4_gram",
-        "dup_5_gram", "dup_6_gram", "dup_7_gram", "dup_8_gram", "dup_9_gram", "dup_10_gram"]
+        "top_2_gram",
+        "top_3_gram",
+        "top_4_gram",
+        "dup_5_gram",
+        "dup_6_gram",
+        "dup_7_gram",
+        "dup_8_gram",
+        "dup_9_gram",
+        "dup_10_gram",
+    ]
 
 
 # --- repetition rules ---------------------------------------------------------------------------
+
 
 def unique(prefix, n):
     """n distinct four-character words, so no n-gram repeats by accident."""
@@ -203,6 +226,7 @@ def test_repetition_on_empty_text():
 
 # --- stages -------------------------------------------------------------------------------------
 
+
 def _table():
     table = ledger_table([CRAWL_SAMPLE[0], CRAWL_SAMPLE[2], CRAWL_SAMPLE[4], CRAWL_SAMPLE[2]])
     decided = pa.array([None, None, None, "language"], pa.string())
@@ -231,7 +255,8 @@ def test_gopher_repetition_stage():
     out = GopherRepetition()(_table())
     assert out["stage"].to_pylist() == [None, None, "repetition", "language"]
     assert out["reason"][2].as_py() == (
-        "repetition:top_2_gram,top_3_gram,top_4_gram,dup_5_gram,dup_6_gram,dup_7_gram,dup_8_gram,dup_9_gram,dup_10_gram")
+        "repetition:top_2_gram,top_3_gram,top_4_gram,dup_5_gram,dup_6_gram,dup_7_gram,dup_8_gram,dup_9_gram,dup_10_gram"
+    )
     out = GopherRepetition(top_ngram_char_fracs=(), dup_ngram_char_fracs=((10, 0.99),))(_table())
     assert out["reason"].to_pylist() == [None, None, None, "language:fr"]
 

@@ -3,6 +3,7 @@
 `reference_repetition_rules` is the straightforward per-text version (n-grams as tuples of words, a Counter
 for the top n-gram); the batch version must give the same verdicts for every text, alone or in any batch.
 """
+
 import random
 import re
 from collections import Counter
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import CRAWL_SAMPLE
+
 # Line and paragraph repeats are not batched: both sides count them with the stage's own `_duplicates`.
 from stages.quality import _duplicates, gopher_repetition_batch, gopher_repetition_rules
 
@@ -37,9 +39,16 @@ def _dup(words, n, total_chars):
     return sum(len(w) for w, c in zip(words, covered) if c) / total_chars
 
 
-def reference_repetition_rules(text, *, dup_para_frac=0.30, dup_para_char_frac=0.20, dup_line_frac=0.30,
-                               dup_line_char_frac=0.20, top_ngram_char_fracs=((2, 0.20), (3, 0.18), (4, 0.16)),
-                               dup_ngram_char_fracs=((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))):
+def reference_repetition_rules(
+    text,
+    *,
+    dup_para_frac=0.30,
+    dup_para_char_frac=0.20,
+    dup_line_frac=0.30,
+    dup_line_char_frac=0.20,
+    top_ngram_char_fracs=((2, 0.20), (3, 0.18), (4, 0.16)),
+    dup_ngram_char_fracs=((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)),
+):
     text = (text or "").strip()
     if not text:
         return []
@@ -70,8 +79,10 @@ WORDS = st.sampled_from(["a", "bb", "the", "sea", "river", "Sea", "x" * 12, "é"
 SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\n", "\n\n", " \n \n", "\t", "\u00a0"])
 TEXTS = st.lists(st.tuples(WORDS, SEPARATORS), max_size=120).map(lambda parts: "".join(w + s for w, s in parts))
 # Thresholds low enough that the n-gram rules fire often, so both sides of each comparison are exercised.
-LOW = dict(top_ngram_char_fracs=((1, 0.3), (2, 0.1), (3, 0.05), (4, 0.02)),
-           dup_ngram_char_fracs=((1, 0.5), (2, 0.2), (5, 0.05), (6, 0.04), (7, 0.03), (10, 0.01), (12, 0.0)))
+LOW = dict(
+    top_ngram_char_fracs=((1, 0.3), (2, 0.1), (3, 0.05), (4, 0.02)),
+    dup_ngram_char_fracs=((1, 0.5), (2, 0.2), (5, 0.05), (6, 0.04), (7, 0.03), (10, 0.01), (12, 0.0)),
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,5 +1,6 @@
 """stages.read_text on real text: ../shared/realhtml's main texts as scripts/make_text_inputs.py writes
 them (JSONL plain, gzip and zstd, Parquet, and a WET file for stages.warc_read), and on broken files."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,12 @@ import make_text_inputs  # noqa: E402
 from make_text_inputs import BROKEN_LINES  # noqa: E402
 
 FILE_INDEX = 2
-FORMATS = [("realhtml.jsonl", read_jsonl), ("realhtml.jsonl.gz", read_jsonl), ("realhtml.jsonl.zst", read_jsonl),
-           ("realhtml.parquet", read_parquet)]
+FORMATS = [
+    ("realhtml.jsonl", read_jsonl),
+    ("realhtml.jsonl.gz", read_jsonl),
+    ("realhtml.jsonl.zst", read_jsonl),
+    ("realhtml.parquet", read_parquet),
+]
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +70,14 @@ def line_offsets(data: bytes) -> list[int]:
 def test_every_format_gives_the_same_documents_in_order(inputs, documents, name, reader):
     rows = read_rows(reader, inputs / name, id_field="id")
     assert [(row["id"], row["text"], row["url"]) for row in rows] == [(d["id"], d["text"], d["url"]) for d in documents]
-    assert all(row["stage"] is None and row["html"] is None and row["content_type"] == "text/plain"
-               and row["charset"] == "utf-8" and row["file"] == str(inputs / name) for row in rows)
+    assert all(
+        row["stage"] is None
+        and row["html"] is None
+        and row["content_type"] == "text/plain"
+        and row["charset"] == "utf-8"
+        and row["file"] == str(inputs / name)
+        for row in rows
+    )
     if reader is read_jsonl:  # offsets are the lines' in the decompressed stream
         assert [row["offset"] for row in rows] == line_offsets((inputs / "realhtml.jsonl").read_bytes())
         assert {row["record_type"] for row in rows} == {"jsonl"}
@@ -82,22 +93,40 @@ def test_the_wet_file_gives_the_same_texts_through_read_warc(inputs, documents):
     assert (rows[0]["stage"], rows[0]["reason"]) == (NOT_DOCUMENT, "warcinfo")
     conversions = rows[1:]
     assert [(row["text"], row["url"]) for row in conversions] == [(d["text"], d["url"]) for d in documents]
-    assert all(row["record_type"] == "conversion" and row["stage"] is None and row["html"] is None
-               for row in conversions)
+    assert all(
+        row["record_type"] == "conversion" and row["stage"] is None and row["html"] is None for row in conversions
+    )
 
 
 def test_dotted_fields_and_given_text_through_the_extract_stage(tmp_path):
     path = tmp_path / "nested.jsonl"
-    lines = [{"meta": {"text": "Kept exactly as it is.\n  Second line.", "id": 7}, "url": "http://a.example/", "date": "2024-01-02"},
-             {"meta": {"text": "   "}, "url": 5},
-             {"meta": {"text": "No id here."}}]
+    lines = [
+        {
+            "meta": {"text": "Kept exactly as it is.\n  Second line.", "id": 7},
+            "url": "http://a.example/",
+            "date": "2024-01-02",
+        },
+        {"meta": {"text": "   "}, "url": 5},
+        {"meta": {"text": "No id here."}},
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     rows = read_rows(read_jsonl, path, text_field="meta.text", id_field="meta.id")
-    assert [row["id"] for row in rows] == ["7", stable_id(str(path), rows[1]["offset"]), stable_id(str(path), rows[2]["offset"])]
-    assert [(row["url"], row["date"]) for row in rows] == [("http://a.example/", "2024-01-02"), (None, None), (None, None)]
+    assert [row["id"] for row in rows] == [
+        "7",
+        stable_id(str(path), rows[1]["offset"]),
+        stable_id(str(path), rows[2]["offset"]),
+    ]
+    assert [(row["url"], row["date"]) for row in rows] == [
+        ("http://a.example/", "2024-01-02"),
+        (None, None),
+        (None, None),
+    ]
     extracted = Extract(timeout_s=5)(pa.Table.from_pylist(rows, schema=DOCUMENT_SCHEMA)).to_pylist()
     assert [(row["text"], row["reason"]) for row in extracted] == [
-        (lines[0]["meta"]["text"], None), (None, "extract:empty"), ("No id here.", None)]
+        (lines[0]["meta"]["text"], None),
+        (None, "extract:empty"),
+        ("No id here.", None),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +149,9 @@ def test_a_malformed_line_is_a_reject_naming_file_and_line(inputs, broken, case,
     index = next(i for i, row in enumerate(rows) if row["offset"] == offset)
     row = rows[index]
     assert (row["stage"], row["reason"]) == ("read", reason)
-    assert row["detail"].startswith(f"{inputs / 'broken.jsonl'} line {number}: ") and detail in row["detail"], row["detail"]
+    assert row["detail"].startswith(f"{inputs / 'broken.jsonl'} line {number}: ") and detail in row["detail"], row[
+        "detail"
+    ]
     # the good lines around it still come through
     assert rows[index - 1]["stage"] is None and rows[index - 1]["text"] == json.loads(lines[number - 2])["text"]
     if number < len(lines):
@@ -133,7 +164,7 @@ def cut(data: bytes) -> bytes:
 
 def flipped(data: bytes) -> bytes:
     middle = len(data) // 2
-    return data[:middle] + bytes(byte ^ 0x55 for byte in data[middle: middle + 64]) + data[middle + 64:]
+    return data[:middle] + bytes(byte ^ 0x55 for byte in data[middle : middle + 64]) + data[middle + 64 :]
 
 
 BROKEN_STREAMS = [
@@ -174,7 +205,11 @@ def test_a_line_over_the_limit_is_too_large_and_never_held_whole(tmp_path):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert [(row["reason"], row["text"]) for row in rows] == [(None, "before"), ("read:too_large", None), (None, "after")]
+    assert [(row["reason"], row["text"]) for row in rows] == [
+        (None, "before"),
+        ("read:too_large", None),
+        (None, "after"),
+    ]
     assert rows[1]["offset"] == 19 and "line 2: 30000012 bytes, over the 1000000-byte limit" in rows[1]["detail"]
     assert peak < 8_000_000, f"{peak} bytes held reading a 30 MB line"
 
@@ -191,10 +226,24 @@ def json_file(path: Path) -> Path:
 
 PARQUET_CASES = [
     ("not Parquet", json_file, ["read:malformed"], "not a Parquet file"),
-    ("no text column", lambda p: parquet_file(p, {"body": ["x"]}), ["read:malformed"], 'no column "text" (columns: body)'),
-    ("text not a string", lambda p: parquet_file(p, {"text": [1, 2]}), ["read:malformed"], 'column "text" is int64, not a string'),
-    ("null text", lambda p: parquet_file(p, {"text": ["first", None, "third"]}), [None, "read:malformed", None],
-     'row index 1: "text" is null'),
+    (
+        "no text column",
+        lambda p: parquet_file(p, {"body": ["x"]}),
+        ["read:malformed"],
+        'no column "text" (columns: body)',
+    ),
+    (
+        "text not a string",
+        lambda p: parquet_file(p, {"text": [1, 2]}),
+        ["read:malformed"],
+        'column "text" is int64, not a string',
+    ),
+    (
+        "null text",
+        lambda p: parquet_file(p, {"text": ["first", None, "third"]}),
+        [None, "read:malformed", None],
+        'row index 1: "text" is null',
+    ),
 ]
 
 

@@ -1,5 +1,6 @@
 """The README's two-node procedure ("On a two-node Ray cluster, through `submit`") run as written: its bash
 block is read out of README.md and each command line typed into one bash session, from the repository root."""
+
 import json
 import os
 import re
@@ -28,7 +29,7 @@ if os.geteuid() != 0:
 def readme_commands() -> list[str]:
     """The block's command lines, a line ending in a backslash joined with the next."""
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text[text.index(HEADING):], re.S).group(1)
+    block = re.search(r"```bash\n(.*?)```", text[text.index(HEADING) :], re.S).group(1)
     return re.split(r"(?<!\\)\n", block.strip())
 
 
@@ -43,9 +44,16 @@ class Shell:
     """One bash session, as a person types into a terminal: `export` holds for the lines after it."""
 
     def __init__(self, env: dict, timeout: float):
-        self.process = subprocess.Popen([*UNSHARE, "bash"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            [*UNSHARE, "bash"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
         # A safety deadline only: the whole session is ended if a command hangs.
         self.deadline = threading.Timer(timeout, self.close)
         self.deadline.start()
@@ -72,8 +80,11 @@ class Shell:
         self.process.wait()
 
 
-@pytest.mark.skipif(not private_namespaces(), reason="needs `unshare` (PID namespaces), so that the README's "
-                    "`ray stop` stops only this test's Ray and not other Ray runs of this machine")
+@pytest.mark.skipif(
+    not private_namespaces(),
+    reason="needs `unshare` (PID namespaces), so that the README's "
+    "`ray stop` stops only this test's Ray and not other Ray runs of this machine",
+)
 @pytest.mark.cluster
 def test_the_readme_two_node_procedure_as_written(tmp_path):
     commands = readme_commands()

@@ -1,5 +1,6 @@
 """The README's "two commands" block, as written: the sample run is run here, line for line; the test command
 is the one CI runs (.ci/run), so the suite does not run itself."""
+
 import json
 import re
 import subprocess
@@ -9,7 +10,7 @@ from helpers import ROOT
 
 def two_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text[text.index("## The two commands"):], re.S).group(1)
+    block = re.search(r"```bash\n(.*?)```", text[text.index("## The two commands") :], re.S).group(1)
     return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
 
 

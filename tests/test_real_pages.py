@@ -1,4 +1,5 @@
 """Reader, extraction and fastText together on real Common Crawl pages in several languages and charsets."""
+
 import re
 
 import pyarrow as pa
@@ -28,12 +29,15 @@ def declared_language(html: bytes, http_charset: str | None) -> str | None:
 
 def test_fasttext_finds_the_languages_the_pages_declare():
     table = pa.concat_tables(list(read_warc(str(CC_FILE), 0, "cc")))
-    declared = [declared_language(h, c) if h else None
-                for h, c in zip(table["html"].to_pylist(), table["http_charset"].to_pylist())]
+    declared = [
+        declared_language(h, c) if h else None
+        for h, c in zip(table["html"].to_pylist(), table["http_charset"].to_pylist())
+    ]
     table = LanguageId(method="fasttext", languages=None)(Extract()(table))
     checked = {}
-    for url, want, lang, score in zip(table["url"].to_pylist(), declared, table["lang"].to_pylist(),
-                                      table["lang_score"].to_pylist()):
+    for url, want, lang, score in zip(
+        table["url"].to_pylist(), declared, table["lang"].to_pylist(), table["lang_score"].to_pylist()
+    ):
         if want is not None:
             assert lang == want, (url, want, lang, score)
             checked[url] = lang

@@ -1,6 +1,7 @@
 """Rejects a person can inspect (rejects.text), OUTPUT/run.log, and a console free of warnings: real runs of
 the crawl sample through the command line, one per rejects.text choice, with one fixture WARC whose rejected
 pages are longer than a snippet."""
+
 from __future__ import annotations
 
 import re
@@ -38,12 +39,29 @@ def runs(tmp_path_factory):
     def run(choice: str):
         if choice not in done:
             out = tmp_path_factory.mktemp(choice) / "out"
-            result = subprocess.run([sys.executable, "-m", "pipeline", "run", str(CONFIG), "--input", *map(str, INPUTS),
-                                     "--output", str(out), "--set", f"rejects.text={choice}"],
-                                    cwd=ROOT, capture_output=True, text=True, timeout=300)
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pipeline",
+                    "run",
+                    str(CONFIG),
+                    "--input",
+                    *map(str, INPUTS),
+                    "--output",
+                    str(out),
+                    "--set",
+                    f"rejects.text={choice}",
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert result.returncode == 0, result.stderr[-3000:]
             done[choice] = out, result
         return done[choice]
+
     return run
 
 
@@ -51,11 +69,14 @@ def rows(folder: Path) -> list[dict]:
     return pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob("*.parquet"))]).to_pylist()
 
 
-@pytest.mark.parametrize("choice, expected", [
-    ("full", lambda text: text),
-    ("snippet", lambda text: None if text is None else text[:SNIPPET_CHARS]),
-    ("none", lambda text: None),
-])
+@pytest.mark.parametrize(
+    "choice, expected",
+    [
+        ("full", lambda text: text),
+        ("snippet", lambda text: None if text is None else text[:SNIPPET_CHARS]),
+        ("none", lambda text: None),
+    ],
+)
 def test_rejects_hold_the_text_rejects_text_asks_for(runs, choice, expected):
     full = rows(runs("full")[0] / "rejects")
     rejects = rows(runs(choice)[0] / "rejects")
@@ -87,7 +108,7 @@ def test_the_console_has_no_warning_and_run_log_has_every_line_and_the_config(ru
     config = [line for line in logged[1:] if line.startswith("  ")]
     manifest = yaml.safe_load((out / "manifest.json").read_text())
     assert yaml.safe_load("\n".join(line[2:] for line in config)) == manifest["config"]
-    assert [line.split(" ", 1)[1] for line in logged[1 + len(config):]] == console  # every line, the last too
+    assert [line.split(" ", 1)[1] for line in logged[1 + len(config) :]] == console  # every line, the last too
     assert any(line.startswith("crawlbelt: filter pass: ") for line in console)
     assert not (out / "_work").exists()
 
@@ -119,9 +140,11 @@ def test_a_pass_and_its_write_are_one_task_and_ray_warns_nothing(embedded_ray, t
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        (ray.data.from_items([{"x": i} for i in range(8)], override_num_blocks=4)
-         .map_batches(with_task, batch_format="pyarrow", **task_options(settings))
-         .write_parquet(str(tmp_path), filename_provider=TaskNames(), **write_options(settings)))
+        (
+            ray.data.from_items([{"x": i} for i in range(8)], override_num_blocks=4)
+            .map_batches(with_task, batch_format="pyarrow", **task_options(settings))
+            .write_parquet(str(tmp_path), filename_provider=TaskNames(), **write_options(settings))
+        )
     assert not [w for w in caught if issubclass(w.category, RayDeprecationWarning)], [str(w.message) for w in caught]
     written = sorted(tmp_path.glob("*.parquet"))
     assert written and all(set(pq.read_table(p)["task"].to_pylist()) == {p.stem.split("-")[1]} for p in written)

@@ -1,6 +1,7 @@
 """The report's reject samples and per-domain table: one real run of the crawl sample, and an output folder
 built by hand with real Parquet parts (two reject parts, one of them in several row groups) under that run's
 manifest, read back from the written page."""
+
 import json
 from collections import Counter
 from html.parser import HTMLParser
@@ -98,22 +99,25 @@ def test_the_sample_runs_report_shows_each_rules_rejects_and_every_document_by_d
     assert sum(int(d["kept"]) for d in domains) == manifest["counts"]["kept"]
 
 
-@pytest.mark.parametrize("url, domain", [
-    ("http://news.bbc.co.uk/a", "bbc.co.uk"),
-    ("https://WWW.BBC.CO.UK:8443/b?x=1", "bbc.co.uk"),
-    ("http://bbc.co.uk/", "bbc.co.uk"),
-    ("http://other.co.uk/", "other.co.uk"),
-    ("http://a.b.example.com/", "example.com"),
-    ("http://user:pw@shop.example.com./", "example.com"),
-    ("http://192.0.2.7/x", "192.0.2.7"),
-    ("http://[2001:db8::1]:8080/", "2001:db8::1"),
-    ("http://localhost/", "localhost"),
-    ("http://crawl-sample.example/page/1", "crawl-sample.example"),
-    (None, "(no url)"),
-    ("", "(no url)"),
-    ("mailto:someone@example.org", "(no url)"),
-    ("http://[2001:db8::1/", "(no url)"),  # unclosed bracket: urlsplit raises
-])
+@pytest.mark.parametrize(
+    "url, domain",
+    [
+        ("http://news.bbc.co.uk/a", "bbc.co.uk"),
+        ("https://WWW.BBC.CO.UK:8443/b?x=1", "bbc.co.uk"),
+        ("http://bbc.co.uk/", "bbc.co.uk"),
+        ("http://other.co.uk/", "other.co.uk"),
+        ("http://a.b.example.com/", "example.com"),
+        ("http://user:pw@shop.example.com./", "example.com"),
+        ("http://192.0.2.7/x", "192.0.2.7"),
+        ("http://[2001:db8::1]:8080/", "2001:db8::1"),
+        ("http://localhost/", "localhost"),
+        ("http://crawl-sample.example/page/1", "crawl-sample.example"),
+        (None, "(no url)"),
+        ("", "(no url)"),
+        ("mailto:someone@example.org", "(no url)"),
+        ("http://[2001:db8::1/", "(no url)"),  # unclosed bracket: urlsplit raises
+    ],
+)
 def test_registered_domain(url, domain):
     assert report.registered_domain(url) == domain
 
@@ -123,15 +127,22 @@ def site(i: int, j: int) -> str:
 
 
 # (url, reason or None for kept, text) in output order; the rejects go to two parts, split at SPLIT
-KEPT = ([("http://news.bbc.co.uk/k", None, None), ("http://www.bbc.co.uk/k", None, None),
-         ("http://192.0.2.7/k", None, None), (None, None, None)]
-        + [(site(i, j), None, None) for i in range(35) for j in range(i % 3)])
-REJECTED = ([(f"http://news.bbc.co.uk/{j}", "quality:too_short", f"short {j}") for j in range(3)]
-            + [("http://other.co.uk/s", "quality:too_short,missing_stop_words", SCRIPT + "x" * 400),
-               ("http://other.co.uk/n", "near_duplicate", None)]
-            + [(f"http://bbc.co.uk/{j}", "quality:too_short", f"short b{j}") for j in range(4)]
-            + [("http://[::1]/", "language:fr", "bonjour")]
-            + [(site(i, j), "language:de", "hallo") for i in range(35) for j in range(i // 2)])
+KEPT = [
+    ("http://news.bbc.co.uk/k", None, None),
+    ("http://www.bbc.co.uk/k", None, None),
+    ("http://192.0.2.7/k", None, None),
+    (None, None, None),
+] + [(site(i, j), None, None) for i in range(35) for j in range(i % 3)]
+REJECTED = (
+    [(f"http://news.bbc.co.uk/{j}", "quality:too_short", f"short {j}") for j in range(3)]
+    + [
+        ("http://other.co.uk/s", "quality:too_short,missing_stop_words", SCRIPT + "x" * 400),
+        ("http://other.co.uk/n", "near_duplicate", None),
+    ]
+    + [(f"http://bbc.co.uk/{j}", "quality:too_short", f"short b{j}") for j in range(4)]
+    + [("http://[::1]/", "language:fr", "bonjour")]
+    + [(site(i, j), "language:de", "hallo") for i in range(35) for j in range(i // 2)]
+)
 SPLIT = 4
 
 
@@ -139,21 +150,34 @@ def write_output(run_out: Path, folder: Path) -> dict:
     """KEPT and REJECTED as a run's docs/ and rejects/ parts, under the sample run's manifest with these counts."""
     for name in ("docs", "rejects"):
         (folder / name).mkdir(parents=True)
-    pq.write_table(pa.table({"id": [f"k{i}" for i in range(len(KEPT))], "url": [u for u, _, _ in KEPT],
-                             "lang": ["en"] * len(KEPT), "quality_score": [0.5] * len(KEPT)}),
-                   folder / "docs" / "part-00000.parquet")
-    rejects = pa.table({
-        "id": [f"r{i}" for i in range(len(REJECTED))], "url": [u for u, _, _ in REJECTED],
-        "stage": [r.split(":")[0] if ":" in r else "near_dedup" for _, r, _ in REJECTED],
-        "reason": [r for _, r, _ in REJECTED],
-        "detail": ["detected fr" if r == "language:fr" else None for _, r, _ in REJECTED],
-        "dup_of": ["k0" if r == "near_duplicate" else None for _, r, _ in REJECTED],
-        "text": [t for _, _, t in REJECTED]})
+    pq.write_table(
+        pa.table(
+            {
+                "id": [f"k{i}" for i in range(len(KEPT))],
+                "url": [u for u, _, _ in KEPT],
+                "lang": ["en"] * len(KEPT),
+                "quality_score": [0.5] * len(KEPT),
+            }
+        ),
+        folder / "docs" / "part-00000.parquet",
+    )
+    rejects = pa.table(
+        {
+            "id": [f"r{i}" for i in range(len(REJECTED))],
+            "url": [u for u, _, _ in REJECTED],
+            "stage": [r.split(":")[0] if ":" in r else "near_dedup" for _, r, _ in REJECTED],
+            "reason": [r for _, r, _ in REJECTED],
+            "detail": ["detected fr" if r == "language:fr" else None for _, r, _ in REJECTED],
+            "dup_of": ["k0" if r == "near_duplicate" else None for _, r, _ in REJECTED],
+            "text": [t for _, _, t in REJECTED],
+        }
+    )
     pq.write_table(rejects.slice(0, SPLIT), folder / "rejects" / "part-00000.parquet")
     pq.write_table(rejects.slice(SPLIT), folder / "rejects" / "part-00001.parquet", row_group_size=2)
     manifest = json.loads((run_out / "manifest.json").read_text())
-    manifest["counts"].update(documents=len(KEPT) + len(REJECTED), kept=len(KEPT),
-                              rejected_by_reason=dict(Counter(r for _, r, _ in REJECTED)))
+    manifest["counts"].update(
+        documents=len(KEPT) + len(REJECTED), kept=len(KEPT), rejected_by_reason=dict(Counter(r for _, r, _ in REJECTED))
+    )
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return manifest
 
@@ -166,8 +190,9 @@ def test_samples_and_domains_of_a_hand_built_output(sample_run, tmp_path):
 
     samples = samples_on(page)
     short = samples["quality:too_short"]  # 8 rejects over both parts: the first 5 in order
-    assert [s["URL"] for s in short] == ([f"http://news.bbc.co.uk/{j}" for j in range(3)]
-                                         + ["http://other.co.uk/s", "http://bbc.co.uk/0"])
+    assert [s["URL"] for s in short] == (
+        [f"http://news.bbc.co.uk/{j}" for j in range(3)] + ["http://other.co.uk/s", "http://bbc.co.uk/0"]
+    )
     assert short[4]["text"] == "short b0" and short[3]["reason"] == "quality:too_short,missing_stop_words"
     assert [s["URL"] for s in samples["quality:missing_stop_words"]] == ["http://other.co.uk/s"]
     assert short[3]["text"] == (SCRIPT + "x" * 400)[:300] + "…"

@@ -1,4 +1,5 @@
 """s3:// inputs and outputs against a real S3 API server on loopback (moto's server mode)."""
+
 import json
 import os
 import subprocess
@@ -16,14 +17,25 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing
 
 
 def client(endpoint: str) -> pafs.S3FileSystem:
-    return pafs.S3FileSystem(access_key=CREDENTIALS["AWS_ACCESS_KEY_ID"], secret_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-                             region="us-east-1", scheme="http", endpoint_override=endpoint.split("://")[1],
-                             allow_bucket_creation=True)
+    return pafs.S3FileSystem(
+        access_key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        secret_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        region="us-east-1",
+        scheme="http",
+        endpoint_override=endpoint.split("://")[1],
+        allow_bucket_creation=True,
+    )
 
 
 def run(config: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", "run", str(config)], capture_output=True, text=True,
-                          timeout=400, cwd=ROOT, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", "run", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
 
 
 def test_s3_input_and_output(s3_server, tmp_path):
@@ -38,8 +50,9 @@ def test_s3_input_and_output(s3_server, tmp_path):
     raw["sources"] = [{"name": "web", "input": ["s3://crawls/fixture/crawl-*"]}]
     raw["output"] = "s3://curated/run1"
     raw["storage"] = {"endpoint": s3_server}  # the endpoint from the config, credentials from the environment
-    raw["classifier"].update(good_examples=[str(CONFIGS / "classifier" / "good.txt")],
-                             bad_examples=[str(CONFIGS / "classifier" / "bad.txt")])
+    raw["classifier"].update(
+        good_examples=[str(CONFIGS / "classifier" / "good.txt")], bad_examples=[str(CONFIGS / "classifier" / "bad.txt")]
+    )
     raw["ray"]["num_cpus"] = 2
     raw["packing"]["seq_len"] = 64
     config = tmp_path / "s3.yaml"
@@ -55,14 +68,19 @@ def test_s3_input_and_output(s3_server, tmp_path):
     assert counts["records_read"] == len(expected)
     assert [p["file"] for p in manifest["inputs"]] == [f"s3://crawls/fixture/{n}" for n in names]
     # read the outputs back from the bucket: every manifest output is there, and the kept rows add up
-    listed = {i.path.removeprefix("curated/run1/") for i in s3.get_file_info(pafs.FileSelector("curated/run1", recursive=True))
-              if i.type == pafs.FileType.File}
+    listed = {
+        i.path.removeprefix("curated/run1/")
+        for i in s3.get_file_info(pafs.FileSelector("curated/run1", recursive=True))
+        if i.type == pafs.FileType.File
+    }
     outputs = manifest["outputs"]
     top = {".crawlbelt", "manifest.json", "report.html", "run.log"}
     assert set(outputs["docs"] + outputs["rejects"] + outputs["tokens"]) | top == listed
     kept = sum(pq.read_table(f"curated/run1/{p}", filesystem=s3).num_rows for p in outputs["docs"])
     assert kept == counts["kept"] > 0
-    files = set(pq.read_table(f"curated/run1/{outputs['docs'][0]}", filesystem=s3, columns=["file"])["file"].to_pylist())
+    files = set(
+        pq.read_table(f"curated/run1/{outputs['docs'][0]}", filesystem=s3, columns=["file"])["file"].to_pylist()
+    )
     assert files <= {f"s3://crawls/fixture/{n}" for n in names}
     # the local staging folder the output was built in is gone once uploaded
     staging = next(line.split("report: ")[1] for line in result.stderr.splitlines() if "crawlbelt: report: " in line)
@@ -76,8 +94,9 @@ def test_s3_output_holding_other_objects_is_refused(s3_server, tmp_path):
         stream.write(b"not a crawlbelt output")
     raw = yaml.safe_load((CONFIGS / "crawl_sample.yaml").read_text())
     raw["sources"][0]["input"] = [str(CONFIGS / "crawl_sample.warc")]
-    raw["classifier"].update(good_examples=[str(CONFIGS / "classifier" / "good.txt")],
-                             bad_examples=[str(CONFIGS / "classifier" / "bad.txt")])
+    raw["classifier"].update(
+        good_examples=[str(CONFIGS / "classifier" / "good.txt")], bad_examples=[str(CONFIGS / "classifier" / "bad.txt")]
+    )
     raw["output"] = "s3://other/data"
     raw["storage"] = {"endpoint": s3_server}
     config = tmp_path / "other.yaml"
@@ -94,10 +113,13 @@ def test_curated_parquet_source_from_s3(s3_server, tmp_path):
     with s3.open_output_stream("library/books/part-00000.parquet") as stream:
         pq.write_table(pa.table({"text": texts}), stream)
     raw = yaml.safe_load((CONFIGS / "crawl_sample.yaml").read_text())
-    raw["sources"] = [{"name": "web", "input": [str(CONFIGS / "crawl_sample.warc")]},
-                      {"name": "books", "input": ["s3://library/books/*.parquet"], "curated": True}]
-    raw["classifier"].update(good_examples=[str(CONFIGS / "classifier" / "good.txt")],
-                             bad_examples=[str(CONFIGS / "classifier" / "bad.txt")])
+    raw["sources"] = [
+        {"name": "web", "input": [str(CONFIGS / "crawl_sample.warc")]},
+        {"name": "books", "input": ["s3://library/books/*.parquet"], "curated": True},
+    ]
+    raw["classifier"].update(
+        good_examples=[str(CONFIGS / "classifier" / "good.txt")], bad_examples=[str(CONFIGS / "classifier" / "bad.txt")]
+    )
     raw["output"] = str(tmp_path / "out")
     raw["storage"] = {"endpoint": s3_server}
     config = tmp_path / "books.yaml"

@@ -1,5 +1,6 @@
 """Safe handling: configs are data only, nothing read is unpickled or evaluated, RNG checkpoints load with
 weights_only=True."""
+
 from __future__ import annotations
 
 import random
@@ -27,8 +28,13 @@ def test_a_config_cannot_run_code(tmp_path):
 
 def test_no_unsafe_loading_in_the_code():
     unsafe = re.compile(r"\bpickle\.loads?\(|\beval\(|\bexec\(|weights_only=False|yaml\.load\(|yaml\.unsafe_load")
-    found = [f"{path.relative_to(ROOT)}:{n}" for folder in ("pipeline", "stages") for path in (ROOT / folder).rglob("*.py")
-             for n, line in enumerate(path.read_text().splitlines(), 1) if unsafe.search(line)]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("pipeline", "stages")
+        for path in (ROOT / folder).rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if unsafe.search(line)
+    ]
     assert found == []
 
 

@@ -1,5 +1,6 @@
 """The belt declared once (pipeline/spec.py): the README's table, the stage list and config checks of
 `stages:` all come from it."""
+
 from __future__ import annotations
 
 import re
@@ -23,33 +24,56 @@ def test_the_readme_stage_table_is_the_declared_one():
 
 def test_the_default_belt_and_a_listed_one(tmp_path):
     default = load_config(str(SAMPLE), output=str(tmp_path / "a"))
-    assert spec.stage_names(default) == ["read", "extract", "language", "quality", "repetition", "classifier",
-                                         "exact_dedup", "near_dedup"]
-    listed = load_config(str(SAMPLE), output=str(tmp_path / "b"), overrides=[
-        "stages=[extract, language, {scorer: nb, kind: naive_bayes, good_examples: [classifier/good.txt], "
-        "bad_examples: [classifier/bad.txt], threshold: 0.5}, quality]"])
+    assert spec.stage_names(default) == [
+        "read",
+        "extract",
+        "language",
+        "quality",
+        "repetition",
+        "classifier",
+        "exact_dedup",
+        "near_dedup",
+    ]
+    listed = load_config(
+        str(SAMPLE),
+        output=str(tmp_path / "b"),
+        overrides=[
+            "stages=[extract, language, {scorer: nb, kind: naive_bayes, good_examples: [classifier/good.txt], "
+            "bad_examples: [classifier/bad.txt], threshold: 0.5}, quality]"
+        ],
+    )
     assert spec.stage_names(listed) == ["read", "extract", "language", "nb", "quality", "exact_dedup", "near_dedup"]
-    assert [type(s).__name__ for s in spec.document_stages(listed)] == ["Extract", "LanguageId", "ClassifierScore",
-                                                                       "GopherQuality"]
+    assert [type(s).__name__ for s in spec.document_stages(listed)] == [
+        "Extract",
+        "LanguageId",
+        "ClassifierScore",
+        "GopherQuality",
+    ]
     assert list(spec.added_columns(listed)) == ["text", "charset", "lang", "lang_score", "score_nb"]
     assert listed.stages[2]["good_examples"] == [str(ROOT / "configs" / "classifier" / "good.txt")]  # resolved
 
 
-@pytest.mark.parametrize("stages, message", [
-    ("[]", "stages: an empty list"),
-    ("[extract, langauge]", "stages[1]: unknown stage 'langauge'"),
-    ("[language, extract]", "'language' reads the text, which `extract` (after it) makes"),
-    ("[language, quality]", "WARC/ARC sources need `extract`"),
-    ("[extract, extract]", "stages[1]: the stage name 'extract' is taken (stages[0] has it too)"),
-    ("[extract, {scorer: Bad Name, kind: naive_bayes}]", "stages[1].scorer: expected a lower-case name"),
-    ("[extract, {scorer: nb, kind: fasttext}]", "stages[1].model_path: fasttext needs a model file"),
-    ("[extract, {scorer: nb, kind: none}]", "stages[1].kind: a scorer needs naive_bayes or fasttext"),
-    ("[extract, {scorer: read, kind: naive_bayes, good_examples: [classifier/good.txt], "
-     "bad_examples: [classifier/bad.txt]}]", "the stage name 'read' is taken"),
-    ("[extract, {use: 'nowhere.module:Stage'}]", "cannot import 'nowhere.module'"),
-    ("[extract, {use: 'json:loads', colour: red}]", "stages[1]: unknown key 'colour'"),
-    ("[extract, {use: x, scorer: y}]", "stages[1]: expected a built-in stage's name"),
-])
+@pytest.mark.parametrize(
+    "stages, message",
+    [
+        ("[]", "stages: an empty list"),
+        ("[extract, langauge]", "stages[1]: unknown stage 'langauge'"),
+        ("[language, extract]", "'language' reads the text, which `extract` (after it) makes"),
+        ("[language, quality]", "WARC/ARC sources need `extract`"),
+        ("[extract, extract]", "stages[1]: the stage name 'extract' is taken (stages[0] has it too)"),
+        ("[extract, {scorer: Bad Name, kind: naive_bayes}]", "stages[1].scorer: expected a lower-case name"),
+        ("[extract, {scorer: nb, kind: fasttext}]", "stages[1].model_path: fasttext needs a model file"),
+        ("[extract, {scorer: nb, kind: none}]", "stages[1].kind: a scorer needs naive_bayes or fasttext"),
+        (
+            "[extract, {scorer: read, kind: naive_bayes, good_examples: [classifier/good.txt], "
+            "bad_examples: [classifier/bad.txt]}]",
+            "the stage name 'read' is taken",
+        ),
+        ("[extract, {use: 'nowhere.module:Stage'}]", "cannot import 'nowhere.module'"),
+        ("[extract, {use: 'json:loads', colour: red}]", "stages[1]: unknown key 'colour'"),
+        ("[extract, {use: x, scorer: y}]", "stages[1]: expected a built-in stage's name"),
+    ],
+)
 def test_a_wrong_stages_list_is_one_line(tmp_path, stages, message):
     with pytest.raises(ConfigError) as error:
         load_config(str(SAMPLE), output=str(tmp_path / "out"), overrides=[f"stages={stages}"])

@@ -2,6 +2,7 @@
 file, all made by scripts/make_text_inputs.py from ../shared/realhtml's real main texts, with the ledger
 holding, the same filter verdicts for the same texts whatever the format, and malformed JSONL lines as
 named rejects."""
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,27 @@ def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_pa
     make_text_inputs.write_all(inputs)
     documents = len(make_text_inputs.documents())
     config = {
-        "sources": [{"name": name.replace(".", "_"), "input": [str(inputs / name)], "id_field": "id"}
-                    for name in FORMATS] + [{"name": "broken", "input": [str(inputs / "broken.jsonl")]}],
-        "output": str(tmp_path / "out"), "ray": {"num_cpus": 2}, "classifier": {"kind": "none"},
-        "language": {"languages": []}, "dedup": {"near": False}, "tokenizer": {"vocab_size": 1000},
-        "packing": {"seq_len": 256}, "mixture": {"budget_tokens": 100000}}
+        "sources": [
+            {"name": name.replace(".", "_"), "input": [str(inputs / name)], "id_field": "id"} for name in FORMATS
+        ]
+        + [{"name": "broken", "input": [str(inputs / "broken.jsonl")]}],
+        "output": str(tmp_path / "out"),
+        "ray": {"num_cpus": 2},
+        "classifier": {"kind": "none"},
+        "language": {"languages": []},
+        "dedup": {"near": False},
+        "tokenizer": {"vocab_size": 1000},
+        "packing": {"seq_len": 256},
+        "mixture": {"budget_tokens": 100000},
+    }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    done = subprocess.run([sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = tmp_path / "out"
     manifest = json.loads((out / "manifest.json").read_text())
@@ -46,11 +60,21 @@ def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_pa
         assert by_file[name]["documents"] == documents, name
     assert by_file["broken.jsonl"]["records"] == 15
 
-    rejects = pa.concat_tables([pq.read_table(p, columns=["file", "offset", "stage", "reason", "detail"])
-                                for p in sorted((out / "rejects").glob("*.parquet"))]).to_pylist()
+    rejects = pa.concat_tables(
+        [
+            pq.read_table(p, columns=["file", "offset", "stage", "reason", "detail"])
+            for p in sorted((out / "rejects").glob("*.parquet"))
+        ]
+    ).to_pylist()
     # The same texts get the same verdicts from the per-document stages, whatever the format they came in.
-    filtered = {name: Counter(r["reason"] for r in rejects if Path(r["file"]).name == name and
-                              r["stage"] not in ("exact_dedup", "near_dedup")) for name in FORMATS}
+    filtered = {
+        name: Counter(
+            r["reason"]
+            for r in rejects
+            if Path(r["file"]).name == name and r["stage"] not in ("exact_dedup", "near_dedup")
+        )
+        for name in FORMATS
+    }
     assert all(filtered[name] == filtered[FORMATS[0]] for name in FORMATS), filtered
     assert sum(filtered[FORMATS[0]].values()) > 0  # the rules did reject some real texts
     # Dedup sees the five copies: the first file in path order keeps each text, the other four are duplicates.
@@ -58,5 +82,6 @@ def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_pa
     assert set(kept) - {"broken.jsonl"} == {sorted(FORMATS)[0]}
     malformed = [r for r in rejects if Path(r["file"]).name == "broken.jsonl" and r["reason"] == "read:malformed"]
     assert len(malformed) == len(make_text_inputs.BROKEN_LINES) - sum(
-        reason != "read:malformed" for _, _, reason, _ in make_text_inputs.BROKEN_LINES)
+        reason != "read:malformed" for _, _, reason, _ in make_text_inputs.BROKEN_LINES
+    )
     assert all(" line " in r["detail"] for r in malformed)

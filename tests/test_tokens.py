@@ -1,5 +1,6 @@
 """Tokenizer and packing pieces without Ray: deterministic BPE training, encoding, cutting documents into
 sequences and putting the pieces back together."""
+
 import json
 import os
 import subprocess
@@ -25,10 +26,19 @@ def test_training_twice_gives_the_same_tokenizer_whatever_the_threads():
     first = train_bpe(iter(TEXTS), 500, SPECIAL).to_str()
     assert train_bpe(iter(TEXTS), 500, SPECIAL).to_str() == first
     # and in another process with one thread (tokenizers counts words in parallel)
-    script = ("import json, sys; from stages.tokens import train_bpe; "
-              "print(train_bpe(iter(json.load(sys.stdin)), 500, ['<|endoftext|>', '<|pad|>']).to_str())")
-    result = subprocess.run([sys.executable, "-c", script], input=json.dumps(TEXTS), capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "RAYON_NUM_THREADS": "1"}, check=True)
+    script = (
+        "import json, sys; from stages.tokens import train_bpe; "
+        "print(train_bpe(iter(json.load(sys.stdin)), 500, ['<|endoftext|>', '<|pad|>']).to_str())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(TEXTS),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAYON_NUM_THREADS": "1"},
+        check=True,
+    )
     assert result.stdout.strip() == first
     vocab = json.loads(first)["model"]["vocab"]
     assert len(vocab) == 500 and vocab["<|endoftext|>"] == 0 and vocab["<|pad|>"] == 1
@@ -43,7 +53,7 @@ def test_byte_level_tokens_decode_back_to_the_text_and_special_text_stays_text()
     assert [encode.plain.decode(p.tolist()) for p in pieces] == texts[:3] + [""]
     assert 0 not in pieces[2] and 1 not in pieces[2]  # written special tokens are not the special ids
     # batches without such text are encoded the fast way, with the same ids
-    assert np.array_equal(encode(texts[:2])[1], values[:lengths[:2].sum()])
+    assert np.array_equal(encode(texts[:2])[1], values[: lengths[:2].sum()])
 
 
 # --- tiktoken, where it gives tokenizers' ids exactly ------------------------------------------------
@@ -65,10 +75,37 @@ def test_a_trained_tokenizer_is_encoded_by_tiktoken_with_the_same_ids():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
-                | st.lists(st.sampled_from(["'s", "'ll", " ", "  ", "\n", "\t", "12", "3.5", "¡", "ß", "日本",
-                                            "🌍", "<|endoftext|>", "--", "ab", "the", " the", "Über"]),
-                           max_size=20).map("".join), max_size=8))
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+        | st.lists(
+            st.sampled_from(
+                [
+                    "'s",
+                    "'ll",
+                    " ",
+                    "  ",
+                    "\n",
+                    "\t",
+                    "12",
+                    "3.5",
+                    "¡",
+                    "ß",
+                    "日本",
+                    "🌍",
+                    "<|endoftext|>",
+                    "--",
+                    "ab",
+                    "the",
+                    " the",
+                    "Über",
+                ]
+            ),
+            max_size=20,
+        ).map("".join),
+        max_size=8,
+    )
+)
 def test_tiktoken_and_tokenizers_agree_on_any_text(texts):
     same_ids(texts)
 
@@ -81,7 +118,7 @@ def test_tiktoken_and_tokenizers_agree_on_real_pages():
     fast, reference = DocumentEncoder(tokenizer), DocumentEncoder(tokenizer, engine="tokenizers")
     assert fast.engine == "tiktoken"
     for i in range(0, len(texts), 256):
-        got, expected = fast(texts[i:i + 256]), reference(texts[i:i + 256])
+        got, expected = fast(texts[i : i + 256]), reference(texts[i : i + 256])
         assert np.array_equal(got[1], expected[1]), i
 
 
@@ -131,18 +168,21 @@ def test_a_given_tokenizers_truncation_and_padding_are_cleared_so_both_engines_a
     assert encoder.engine == "tiktoken" if engine == "auto" else encoder.engine.startswith("tokenizers")
 
 
-@pytest.mark.parametrize("setting,engine", [("plain", "auto"), ("plain", "tokenizers"),
-                                            ("normalized specials", "auto")])
-@pytest.mark.parametrize("text", ["quoting <|endoftext|> here", "quoting <|ENDOFTEXT|> here", "<|Pad|><|endoftext|>",
-                                  "no special text at all"])
+@pytest.mark.parametrize(
+    "setting,engine", [("plain", "auto"), ("plain", "tokenizers"), ("normalized specials", "auto")]
+)
+@pytest.mark.parametrize(
+    "text",
+    ["quoting <|endoftext|> here", "quoting <|ENDOFTEXT|> here", "<|Pad|><|endoftext|>", "no special text at all"],
+)
 def test_a_documents_text_never_gives_a_special_tokens_id(setting, engine, text):
     encoder = DocumentEncoder(with_settings(TRAINED, setting), engine)
     assert encoder.engine == ("tiktoken" if (setting, engine) == ("plain", "auto") else encoder.engine)
     lengths, values = encoder([TEXTS[0], text])
     assert set(values.tolist()).isdisjoint({0, 1}) and len(values) == lengths.sum()
-    assert encoder.plain.decode(values[lengths[0]:].tolist()) == (text.lower() if encoder.plain.normalizer else text)
+    assert encoder.plain.decode(values[lengths[0] :].tolist()) == (text.lower() if encoder.plain.normalizer else text)
     alone = encoder([TEXTS[0]])  # the batch with a special text costs nothing to the others' ids
-    assert np.array_equal(alone[1], values[:lengths[0]])
+    assert np.array_equal(alone[1], values[: lengths[0]])
 
 
 def test_smallest_dtype_for_the_vocabulary():
@@ -159,8 +199,9 @@ def test_cut_pieces_reassemble_into_the_stream(pad):
     stream = np.concatenate(docs)
     assert layout.tokens == len(stream) and layout.sequences == len(stream) // seq + (pad and len(stream) % seq > 0)
     assert layout.dropped == (0 if pad else len(stream) % seq)
-    pieces = [(k, off, p) for d, start in zip(docs, layout.starts) for k, off, p in cut(d, int(start), seq,
-                                                                                         layout.sequences)]
+    pieces = [
+        (k, off, p) for d, start in zip(docs, layout.starts) for k, off, p in cut(d, int(start), seq, layout.sequences)
+    ]
     rng.shuffle(pieces)  # pieces arrive in any order; assemble sorts nothing itself
     pieces.sort(key=lambda p: (p[0], p[1]))
     positions = np.array([p[0] for p in pieces])
@@ -168,9 +209,9 @@ def test_cut_pieces_reassemble_into_the_stream(pad):
     firsts, matrix, lengths = assemble(positions, offsets, sizes, np.concatenate([p[2] for p in pieces]), seq, fill=1)
     assert list(positions[firsts]) == list(range(layout.sequences))
     real = np.concatenate([row[:n] for row, n in zip(matrix, lengths)])
-    assert np.array_equal(real, stream[:len(real)]) and len(stream) - len(real) == layout.dropped
+    assert np.array_equal(real, stream[: len(real)]) and len(stream) - len(real) == layout.dropped
     if pad:
-        assert lengths[-1] == seq - layout.padding and np.all(matrix[-1, lengths[-1]:] == 1)
+        assert lengths[-1] == seq - layout.padding and np.all(matrix[-1, lengths[-1] :] == 1)
     assert np.all(lengths[:-1] == seq)
 
 

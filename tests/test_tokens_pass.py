@@ -1,6 +1,7 @@
 """The tokens pass and the report on a real embedded Ray: packed shards decode back to the documents, the
 shuffle keeps every sequence, curated Parquet sources with weights and a given tokenizer, the repetition
 warning, and the report in a real headless Chromium."""
+
 import json
 import logging
 import subprocess
@@ -29,8 +30,16 @@ pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 def stream_run(tmp_path_factory):
     """The fixture crawl, sequences left in stream order, the last one padded."""
     out = tmp_path_factory.mktemp("tokens") / "stream"
-    config = load_config(str(ROOT / "configs" / "local.yaml"), output=str(out), overrides=[
-        "packing.seq_len=64", "packing.shuffle=false", "packing.remainder=pad", "packing.sequences_per_shard=30"])
+    config = load_config(
+        str(ROOT / "configs" / "local.yaml"),
+        output=str(out),
+        overrides=[
+            "packing.seq_len=64",
+            "packing.shuffle=false",
+            "packing.remainder=pad",
+            "packing.sequences_per_shard=30",
+        ],
+    )
     return belt.run(config), out
 
 
@@ -49,11 +58,13 @@ def test_shards_decode_back_to_the_documents_in_order(stream_run):
     tokens = manifest["tokens"]
     docs = pa.concat_tables([pq.read_table(p) for p in sorted((out / "docs").glob("*.parquet"))])["text"].to_pylist()
     shards = shard_table(out, manifest)
-    assert shards.schema.equals(pa.schema([("tokens", pa.list_(pa.uint16(), 65)), ("source", pa.string()),
-                                           ("length", pa.int32())]))
+    assert shards.schema.equals(
+        pa.schema([("tokens", pa.list_(pa.uint16(), 65)), ("source", pa.string()), ("length", pa.int32())])
+    )
     assert len(tokens["shards"]) == len(list((out / "tokens").glob("part-*.parquet"))) >= 2
-    assert [s["sequences"] for s in tokens["shards"]] == [pq.ParquetFile(out / s["path"]).metadata.num_rows
-                                                          for s in tokens["shards"]]
+    assert [s["sequences"] for s in tokens["shards"]] == [
+        pq.ParquetFile(out / s["path"]).metadata.num_rows for s in tokens["shards"]
+    ]
     assert shards.num_rows == tokens["sequences"] and set(shards["source"].to_pylist()) == {"web"}
 
     tokenizer = Tokenizer.from_file(str(out / "tokens" / "tokenizer.json"))
@@ -61,7 +72,7 @@ def test_shards_decode_back_to_the_documents_in_order(stream_run):
     assert tokens["vocab_size"] == tokenizer.get_vocab_size() and tokens["dtype"] == "uint16"
     rows, lengths = shards["tokens"].to_pylist(), shards["length"].to_pylist()
     assert all(n == 65 for n in lengths[:-1]) and 0 < lengths[-1] < 65
-    assert set(rows[-1][lengths[-1]:]) == {tokens["pad_id"]}
+    assert set(rows[-1][lengths[-1] :]) == {tokens["pad_id"]}
     ids = [t for row, n in zip(rows, lengths) for t in row[:n]]
     assert tokenizer.decode(ids, skip_special_tokens=False) == "".join(d + EOS for d in docs)
     assert sum(lengths) == tokens["tokens_per_source"]["web"] == manifest["mixture"]["table"][0]["tokens_drawn"]
@@ -72,8 +83,11 @@ def test_shards_decode_back_to_the_documents_in_order(stream_run):
 def test_shuffle_and_a_given_tokenizer_keep_every_sequence(stream_run, tmp_path):
     manifest, out = stream_run
     given = out / "tokens" / "tokenizer.json"
-    config = curated_config(tmp_path, f"  - {{name: again, input: [{out}/docs/*.parquet]}}", (
-        f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, sequences_per_shard: 30}}\n"))
+    config = curated_config(
+        tmp_path,
+        f"  - {{name: again, input: [{out}/docs/*.parquet]}}",
+        (f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, sequences_per_shard: 30}}\n"),
+    )
     shuffled = belt.run(load_config(str(config), output=str(tmp_path / "shuffled")))
     assert (tmp_path / "shuffled" / "tokens" / "tokenizer.json").read_bytes() == given.read_bytes()
     assert shuffled["counts"]["records_read"] == 0 and not (tmp_path / "shuffled" / "docs").exists()
@@ -93,10 +107,15 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
     # byte-level: at most one token per byte, plus the end token; so 'small' is repeated at least twice
     sizes = [len(t.encode()) + 1 for p in parts for t in pq.read_table(p)["text"].to_pylist()]
     budget = 3 * sum(sizes)
-    config = curated_config(tmp_path, f"  - {{name: small, input: [{parts[0]}], weight: 3}}\n"
-                                      f"  - {{name: large, input: [{parts[1]}, {parts[2]}], weight: 1}}", (
-        f"tokenizer: {{path: {given}, eos_token: '</s>'}}\nmixture: {{budget_tokens: {budget}, max_passes: 2}}\n"
-        "packing: {seq_len: 32, remainder: pad}\n"))
+    config = curated_config(
+        tmp_path,
+        f"  - {{name: small, input: [{parts[0]}], weight: 3}}\n"
+        f"  - {{name: large, input: [{parts[1]}, {parts[2]}], weight: 1}}",
+        (
+            f"tokenizer: {{path: {given}, eos_token: '</s>'}}\nmixture: {{budget_tokens: {budget}, max_passes: 2}}\n"
+            "packing: {seq_len: 32, remainder: pad}\n"
+        ),
+    )
     with caplog.at_level(logging.INFO, logger="crawlbelt"):
         run = belt.run(load_config(str(config), output=str(tmp_path / "mixed")))
     table = {row["source"]: row for row in run["mixture"]["table"]}
@@ -124,8 +143,9 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
     assert sum(a != b for a, b in zip(sources, sources[1:])) > len(sources) / 4
 
 
-def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_of_the_shards(stream_run, tmp_path,
-                                                                                            caplog):
+def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_of_the_shards(
+    stream_run, tmp_path, caplog
+):
     manifest, out = stream_run
     docs = pa.concat_tables([pq.read_table(p) for p in sorted((out / "docs").glob("*.parquet"))])["text"].to_pylist()
     docs.append("a forum post quoting <|ENDOFTEXT|> and <|Pad|> in the middle of a page")
@@ -139,8 +159,11 @@ def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_
         added["normalized"] = True  # "<|ENDOFTEXT|>" normalizes to the end token's text
     given = tmp_path / "given.json"
     given.write_text(json.dumps(spec))
-    config = curated_config(tmp_path, f"  - {{name: quoted, input: [{tmp_path}/docs.parquet]}}", (
-        f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, shuffle: false}}\n"))
+    config = curated_config(
+        tmp_path,
+        f"  - {{name: quoted, input: [{tmp_path}/docs.parquet]}}",
+        (f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, shuffle: false}}\n"),
+    )
     with caplog.at_level(logging.INFO, logger="crawlbelt"):
         run = belt.run(load_config(str(config), output=str(tmp_path / "out")))
     (warning,) = run["tokens"]["warnings"]
@@ -165,10 +188,16 @@ def test_a_pass_that_writes_no_sequence_says_why_in_the_log_and_the_manifest(str
         expected = ["source 'web' has weight 1.0 but no tokens", "no sequence written: 0 tokens drawn"]
     else:
         source, seq_len = f"{out}/docs/*.parquet", 10**6
-        expected = ["no sequence written", f"fewer than one sequence of {10**6 + 1} (packing.seq_len + 1); lower "
-                    "packing.seq_len or set packing.remainder: pad"]
-    config = curated_config(tmp_path, f"  - {{name: web, input: [{source}]}}", (
-        f"tokenizer: {{path: {out}/tokens/tokenizer.json}}\npacking: {{seq_len: {seq_len}}}\n"))
+        expected = [
+            "no sequence written",
+            f"fewer than one sequence of {10**6 + 1} (packing.seq_len + 1); lower "
+            "packing.seq_len or set packing.remainder: pad",
+        ]
+    config = curated_config(
+        tmp_path,
+        f"  - {{name: web, input: [{source}]}}",
+        (f"tokenizer: {{path: {out}/tokens/tokenizer.json}}\npacking: {{seq_len: {seq_len}}}\n"),
+    )
     with caplog.at_level(logging.INFO, logger="crawlbelt"):
         run = belt.run(load_config(str(config), output=str(tmp_path / "out")))
     assert run["tokens"]["sequences"] == 0 and run["tokens"]["shards"] == []
@@ -183,29 +212,50 @@ def test_a_pass_that_writes_no_sequence_says_why_in_the_log_and_the_manifest(str
 @pytest.mark.browser
 def test_report_renders_in_headless_chromium(stream_run, tmp_path):
     if browser.chromium() is None:
-        pytest.skip("chromium not found: the report's browser test needs Debian's chromium "
-                    "(bash scripts/install_browser.sh installs it)")
+        pytest.skip(
+            "chromium not found: the report's browser test needs Debian's chromium "
+            "(bash scripts/install_browser.sh installs it)"
+        )
     _, out = stream_run
-    result = subprocess.run([sys.executable, "-m", "pipeline", "report", str(out), "--output",
-                             str(tmp_path / "again.html")], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "report", str(out), "--output", str(tmp_path / "again.html")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "again.html").read_bytes() == (out / "report.html").read_bytes()
 
     broken = tmp_path / "broken.html"  # the checks below can fail: a page with a broken plot and an error
-    broken.write_text('<html><body><img alt="bad" src="data:image/svg+xml;base64,PHN2Zz48L3N2Zw">'
-                      '<script>console.error("boom")</script></body></html>')
+    broken.write_text(
+        '<html><body><img alt="bad" src="data:image/svg+xml;base64,PHN2Zz48L3N2Zw">'
+        '<script>console.error("boom")</script></body></html>'
+    )
     page, control = browser.load([(out / "report.html").as_uri(), broken.as_uri()])
     assert control["errors"] == ["boom"] and control["images"][0]["width"] == 0
 
     assert page["title"].startswith("crawlbelt report") and page["errors"] == []
     alts = {image["alt"] for image in page["images"]}
-    assert {"funnel: documents in and rejected at each stage", "reject reasons", "languages",
-            "quality score histogram", "duplicate cluster sizes", "tokens per source", "time per stage"} <= alts
+    assert {
+        "funnel: documents in and rejected at each stage",
+        "reject reasons",
+        "languages",
+        "quality score histogram",
+        "duplicate cluster sizes",
+        "tokens per source",
+        "time per stage",
+    } <= alts
     for image in page["images"]:
         assert image["complete"] and image["width"] > 0 and image["height"] > 0 and image["shown"] > 0, image
 
 
 def test_report_command_refuses_a_folder_without_a_run(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pipeline", "report", str(tmp_path)], capture_output=True,
-                            text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert result.returncode == 2 and "no manifest.json" in result.stderr

@@ -1,5 +1,6 @@
 """The train stage on real torch.distributed: two CPU processes with gloo (torchrun, and once Ray Train),
 a tiny model, token shards made from the fixture crawl's articles by a real BPE tokenizer."""
+
 import json
 import os
 import shutil
@@ -49,9 +50,14 @@ def fresh_run(corpus: Path, folder: Path) -> Path:
 
 def train(corpus: Path, data: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"),
-                             "--data", str(data), *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
 
@@ -135,10 +141,14 @@ def test_corrupted_batches_spike_and_training_rolls_back_past_them_twice(corpus,
     first_losses = [r["loss"] for r in step_records(data)]
     assert spikes[0]["median"] == statistics.median(first_losses[8:13])
     assert spikes[1]["median"] == statistics.median(first_losses[7:12])
-    first, second = {"spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]}, \
-        {"spike_step": 13, "to_step": 12, "skipped_batches": [12, 14]}
-    assert [e for e in events if e["event"] == "rollback"] == [{"event": "rollback", **first},
-                                                                {"event": "rollback", **second}]
+    first, second = (
+        {"spike_step": 14, "to_step": 12, "skipped_batches": [12, 13]},
+        {"spike_step": 13, "to_step": 12, "skipped_batches": [12, 14]},
+    )
+    assert [e for e in events if e["event"] == "rollback"] == [
+        {"event": "rollback", **first},
+        {"event": "rollback", **second},
+    ]
     # Step 13 was done again on the batch after both spikes; training went on to the end.
     assert steps[13]["batch"] == 15 and steps[14]["batch"] == 16 and steps[24]["batch"] == 26
     assert steps[24]["loss"] < spikes[0]["loss"] and max(steps[s]["loss"] for s in steps) < spikes[0]["loss"]
@@ -151,10 +161,20 @@ def test_corrupted_batches_spike_and_training_rolls_back_past_them_twice(corpus,
 @pytest.mark.slow
 def test_fp16_with_loss_scaling_and_checkpoint_interval_by_youngs_rule(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
-    result = train(corpus, data, "--set", "train.precision=fp16", "--set", "train.steps=8",
-                   "--set", "train.checkpoint.interval=auto", "--set", "train.checkpoint.mtbf_hours=0.001")
+    result = train(
+        corpus,
+        data,
+        "--set",
+        "train.precision=fp16",
+        "--set",
+        "train.steps=8",
+        "--set",
+        "train.checkpoint.interval=auto",
+        "--set",
+        "train.checkpoint.mtbf_hours=0.001",
+    )
     steps, events = metrics(data)
-    assert sorted(steps) == list(range(1, 9)) and all(s["loss_scale"] == 2.0 ** 16 for s in steps.values())
+    assert sorted(steps) == list(range(1, 9)) and all(s["loss_scale"] == 2.0**16 for s in steps.values())
     assert steps[8]["loss"] < steps[1]["loss"]
     chosen = [e for e in events if e["event"] == "checkpoint_interval"]
     assert chosen and chosen[0]["save_seconds"] > 0 and chosen[0]["mtbf_hours"] == 0.001
@@ -174,9 +194,22 @@ def test_fp32_compute_trains_without_loss_scaling(corpus, tmp_path):
 
 def test_precision_policy_and_global_grad_norm_across_shards(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                             str(ROOT / "tests" / "dist_checks.py"), str(tmp_path / "result.json")],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node=2",
+            str(ROOT / "tests" / "dist_checks.py"),
+            str(tmp_path / "result.json"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     checks = json.loads((tmp_path / "result.json").read_text())
     assert checks["world"] == 2
@@ -199,8 +232,18 @@ def test_precision_policy_and_global_grad_norm_across_shards(tmp_path):
 @pytest.mark.slow
 def test_ray_train_runs_the_same_loop_with_the_same_losses(corpus, uninterrupted, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
-    result = train(corpus, data, "--stop-after", "4", "--set", "train.launcher=ray",
-                   "--set", "ray.num_cpus=2", "--set", "ray.object_store_mb=256")
+    result = train(
+        corpus,
+        data,
+        "--stop-after",
+        "4",
+        "--set",
+        "train.launcher=ray",
+        "--set",
+        "ray.num_cpus=2",
+        "--set",
+        "ray.object_store_mb=256",
+    )
     assert "train: 4 steps" in result.stdout
     expected, _ = metrics(uninterrupted)
     steps, _ = metrics(data)
@@ -213,8 +256,14 @@ def test_checkpoints_of_other_shards_are_refused_in_one_line_before_torchrun(cor
     write_token_shards(data, seq_len=32)
     shutil.copytree(uninterrupted / "train" / "checkpoints", data / "train" / "checkpoints")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: train.data: "), result.stderr
@@ -230,41 +279,62 @@ def resumable(corpus, uninterrupted, tmp_path_factory):
     return data
 
 
-@pytest.mark.parametrize("arguments, expected", [
-    (["--set", "train.lr=-1"], "config error: train.lr: expected a finite number above 0, got -1.0"),
-    (["--set", "train.lr=.nan"], "config error: train.lr: expected a finite number, got nan"),
-    (["--set", "train.min_lr=0.01"], "config error: train.min_lr: expected a number in [0, train.lr = 0.003]"),
-    (["--set", "train.beta1=-0.1"], "config error: train.beta1: expected a number in [0, 1), got -0.1"),
-    (["--set", "train.beta2=1.5"], "config error: train.beta2: expected a number in [0, 1), got 1.5"),
-    (["--set", "train.weight_decay=-1"], "config error: train.weight_decay: expected a finite number >= 0"),
-    (["--set", "train.warmup_steps=-5"], "config error: train.warmup_steps: expected an integer >= 0, got -5"),
-    (["--set", "train.grad_clip=-1"], "config error: train.grad_clip: expected a finite number above 0"),
-    (["--set", "train.peak_tflops=-1"], "config error: train.peak_tflops: expected a finite number above 0 or null"),
-    (["--set", "train.max_restarts=-1"], "config error: train.max_restarts: expected an integer >= 0, got -1"),
-    (["--set", "train.start_timeout_s=.inf"], "config error: train.start_timeout_s: expected a finite number, got inf"),
-    (["--set", "train.seed=-1"], "config error: train.seed: expected an integer in [0, 2^32), got -1"),
-    (["--set", "train.steps=0"], "config error: train.steps: expected a positive integer, got 0"),
-    (["--set", "train.corrupt_batches=[-1]"], "config error: train.corrupt_batches: expected batch numbers >= 0"),
-    (["--set", "train.spike.window=0"], "config error: train.spike.window: expected a positive integer, got 0"),
-    (["--set", "train.spike.factor=.inf"], "config error: train.spike.factor: expected a finite number, got inf"),
-    (["--set", "train.spike.persist=-1"], "config error: train.spike.persist: expected an integer >= 0, got -1"),
-    (["--set", "train.checkpoint.keep=0"], "config error: train.checkpoint.keep: expected a positive integer"),
-    (["--set", "train.checkpoint.mtbf_hours=0"], "config error: train.checkpoint.mtbf_hours: expected a finite number"),
-    (["--set", "train.checkpoint.interval=0"], "config error: train.checkpoint.interval: expected a positive integer"),
-    (["--set", "train.model.dim=0"], "config error: train.model.dim: expected a positive integer, got 0"),
-    (["--set", "train.model.n_heads=0"], "config error: train.model.n_heads: expected a positive integer, got 0"),
-    (["--set", "train.model.ffn_dim=0"], "config error: train.model.ffn_dim: expected a positive integer or null"),
-    (["--set", "train.model.rope_theta=-1"], "config error: train.model.rope_theta: expected a finite number above 0"),
-    (["--set", "train.device=cuda", "--set", "train.workers=64", "--set", "train.batch_size=64"],
-     "config error: train.device: cuda needs 64 GPUs (train.workers) and this machine has "),
-    (["--stop-after", "0"], "crawlbelt train: error: argument --stop-after: expected a positive integer, got '0'"),
-    # The checkpoints were made with 2 layers of width 64: fewer layers would be dropped, more or wider fail.
-    (["--set", "train.model.n_layers=1"], "config error: train.model: "),
-    (["--set", "train.model.n_layers=4"], "config error: train.model: "),
-    (["--set", "train.model.dim=128"], "config error: train.model: "),
-])
-def test_train_mistakes_are_one_line_config_errors_before_anything_starts(corpus, resumable, capsys, arguments,
-                                                                           expected):
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        (["--set", "train.lr=-1"], "config error: train.lr: expected a finite number above 0, got -1.0"),
+        (["--set", "train.lr=.nan"], "config error: train.lr: expected a finite number, got nan"),
+        (["--set", "train.min_lr=0.01"], "config error: train.min_lr: expected a number in [0, train.lr = 0.003]"),
+        (["--set", "train.beta1=-0.1"], "config error: train.beta1: expected a number in [0, 1), got -0.1"),
+        (["--set", "train.beta2=1.5"], "config error: train.beta2: expected a number in [0, 1), got 1.5"),
+        (["--set", "train.weight_decay=-1"], "config error: train.weight_decay: expected a finite number >= 0"),
+        (["--set", "train.warmup_steps=-5"], "config error: train.warmup_steps: expected an integer >= 0, got -5"),
+        (["--set", "train.grad_clip=-1"], "config error: train.grad_clip: expected a finite number above 0"),
+        (
+            ["--set", "train.peak_tflops=-1"],
+            "config error: train.peak_tflops: expected a finite number above 0 or null",
+        ),
+        (["--set", "train.max_restarts=-1"], "config error: train.max_restarts: expected an integer >= 0, got -1"),
+        (
+            ["--set", "train.start_timeout_s=.inf"],
+            "config error: train.start_timeout_s: expected a finite number, got inf",
+        ),
+        (["--set", "train.seed=-1"], "config error: train.seed: expected an integer in [0, 2^32), got -1"),
+        (["--set", "train.steps=0"], "config error: train.steps: expected a positive integer, got 0"),
+        (["--set", "train.corrupt_batches=[-1]"], "config error: train.corrupt_batches: expected batch numbers >= 0"),
+        (["--set", "train.spike.window=0"], "config error: train.spike.window: expected a positive integer, got 0"),
+        (["--set", "train.spike.factor=.inf"], "config error: train.spike.factor: expected a finite number, got inf"),
+        (["--set", "train.spike.persist=-1"], "config error: train.spike.persist: expected an integer >= 0, got -1"),
+        (["--set", "train.checkpoint.keep=0"], "config error: train.checkpoint.keep: expected a positive integer"),
+        (
+            ["--set", "train.checkpoint.mtbf_hours=0"],
+            "config error: train.checkpoint.mtbf_hours: expected a finite number",
+        ),
+        (
+            ["--set", "train.checkpoint.interval=0"],
+            "config error: train.checkpoint.interval: expected a positive integer",
+        ),
+        (["--set", "train.model.dim=0"], "config error: train.model.dim: expected a positive integer, got 0"),
+        (["--set", "train.model.n_heads=0"], "config error: train.model.n_heads: expected a positive integer, got 0"),
+        (["--set", "train.model.ffn_dim=0"], "config error: train.model.ffn_dim: expected a positive integer or null"),
+        (
+            ["--set", "train.model.rope_theta=-1"],
+            "config error: train.model.rope_theta: expected a finite number above 0",
+        ),
+        (
+            ["--set", "train.device=cuda", "--set", "train.workers=64", "--set", "train.batch_size=64"],
+            "config error: train.device: cuda needs 64 GPUs (train.workers) and this machine has ",
+        ),
+        (["--stop-after", "0"], "crawlbelt train: error: argument --stop-after: expected a positive integer, got '0'"),
+        # The checkpoints were made with 2 layers of width 64: fewer layers would be dropped, more or wider fail.
+        (["--set", "train.model.n_layers=1"], "config error: train.model: "),
+        (["--set", "train.model.n_layers=4"], "config error: train.model: "),
+        (["--set", "train.model.dim=128"], "config error: train.model: "),
+    ],
+)
+def test_train_mistakes_are_one_line_config_errors_before_anything_starts(
+    corpus, resumable, capsys, arguments, expected
+):
     try:
         code = main(["train", str(corpus / "train.yaml"), "--data", str(resumable), *arguments])
     except SystemExit as exit_:  # argparse's own usage error: the usage, then one line
@@ -275,8 +345,11 @@ def test_train_mistakes_are_one_line_config_errors_before_anything_starts(corpus
     assert error.startswith(expected), captured.err
     assert captured.err.startswith("usage: ") or len(captured.err.strip().splitlines()) == 1, captured.err
     if error.startswith("config error: train.model: "):
-        changed = {"n_layers=1": "n_layers 2 there, 1 here", "n_layers=4": "n_layers 2 there, 4 here",
-                   "dim=128": "dim 64 there, 128 here"}[arguments[-1].split(".")[-1]]
+        changed = {
+            "n_layers=1": "n_layers 2 there, 1 here",
+            "n_layers=4": "n_layers 2 there, 4 here",
+            "dim=128": "dim 64 there, 128 here",
+        }[arguments[-1].split(".")[-1]]
         assert "step-00000024 was made with another model shape (" in error and changed in error
     assert sorted(p.name for p in (resumable / "train").iterdir()) == ["checkpoints"]  # nothing written
 
@@ -285,19 +358,38 @@ def test_train_mistakes_are_one_line_config_errors_before_anything_starts(corpus
 def test_ctrl_c_is_one_line_exit_130_and_a_rerun_resumes(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data),
-               "--set", "train.steps=100000"]
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline",
+        "train",
+        str(corpus / "train.yaml"),
+        "--data",
+        str(data),
+        "--set",
+        "train.steps=100000",
+    ]
     # As a terminal runs it: a process group of its own with the default SIGINT action (this test's own
     # runner may have started with SIGINT ignored, which children inherit), then SIGINT to the whole group.
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     checkpoints = data / "train" / "checkpoints"
     while not complete_checkpoints(checkpoints) and process.poll() is None:
         time.sleep(0.2)
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
-    assert err == f"train: interrupted; run the same command again to resume from the last checkpoint in {checkpoints}\n"
+    assert (
+        err == f"train: interrupted; run the same command again to resume from the last checkpoint in {checkpoints}\n"
+    )
     assert "Traceback" not in out
     last = int(complete_checkpoints(checkpoints)[-1].name.split("-")[1])
     result = train(corpus, data, "--set", "train.steps=100000", "--stop-after", str(last + 1))
@@ -308,21 +400,48 @@ def test_ctrl_c_is_one_line_exit_130_and_a_rerun_resumes(corpus, tmp_path):
 def test_ray_workers_the_cluster_cannot_hold_are_one_line(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, "-m", "pipeline", "train", str(corpus / "train.yaml"), "--data", str(data),
-                             "--set", "train.launcher=ray", "--set", "train.workers=4", "--set", "ray.num_cpus=2",
-                             "--set", "ray.object_store_mb=256"], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "train",
+            str(corpus / "train.yaml"),
+            "--data",
+            str(data),
+            "--set",
+            "train.launcher=ray",
+            "--set",
+            "train.workers=4",
+            "--set",
+            "ray.num_cpus=2",
+            "--set",
+            "ray.object_store_mb=256",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and result.stdout == "", result.stderr
-    assert result.stderr.strip().splitlines() == ["config error: train.workers: 4 CPUs needed, one per worker, and the "
-                                                  "Ray cluster has 2; lower train.workers or give the cluster more"]
+    assert result.stderr.strip().splitlines() == [
+        "config error: train.workers: 4 CPUs needed, one per worker, and the "
+        "Ray cluster has 2; lower train.workers or give the cluster more"
+    ]
     assert not (data / "train").exists()
 
 
 def test_train_without_shards_is_a_one_line_config_error(tmp_path):
     (tmp_path / "train.yaml").write_text("output: nowhere\ntrain: {steps: 3}\n")
-    result = subprocess.run([sys.executable, "-m", "pipeline", "train", "train.yaml"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "train", "train.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: train.data: no token shards in "), result.stderr
@@ -341,8 +460,11 @@ def test_waiting_for_workers_on_a_cluster_is_bounded():
     start_ray(RayConfig(num_cpus=2, object_store_mb=256))
     try:
         wait_for_workers({"CPU": 1}, 2, timeout_s=1)  # fits: returns at once
-        with pytest.raises(ConfigError, match=r"^train.workers: 4 CPUs needed, one per worker, and the Ray cluster "
-                                              r"has 2 after waiting 1 s \(train.start_timeout_s\)"):
+        with pytest.raises(
+            ConfigError,
+            match=r"^train.workers: 4 CPUs needed, one per worker, and the Ray cluster "
+            r"has 2 after waiting 1 s \(train.start_timeout_s\)",
+        ):
             wait_for_workers({"CPU": 1}, 4, timeout_s=1)
     finally:
         ray.shutdown()

@@ -52,8 +52,8 @@ def test_reader_follows_the_manifest_and_masks_padding(shards):
     assert torch.equal(inputs1[0], torch.from_numpy(data.read(1, 1)[0][0, :-1]))  # wrapped to the start
     # The last sequence of the data is padded: its targets past the real tokens are ignored.
     last_length = int(lengths[2])
-    assert last_length < 33 and (targets0[2, last_length - 1:] == IGNORE).all()
-    assert (targets0[2, :last_length - 1] != IGNORE).all() and (targets0[[0, 1, 3]] != IGNORE).all()
+    assert last_length < 33 and (targets0[2, last_length - 1 :] == IGNORE).all()
+    assert (targets0[2, : last_length - 1] != IGNORE).all() and (targets0[[0, 1, 3]] != IGNORE).all()
     assert torch.equal(targets0[0], torch.from_numpy(tokens[0, 1:]))
 
 
@@ -99,23 +99,30 @@ def test_clipping_unscales_fp16_gradients_and_leaves_an_overflow_alone():
 
 
 def test_only_complete_checkpoints_are_found(tmp_path):
-    for name, files in [("step-00000004", [".metadata", "state.json"]), ("step-00000012", [".metadata", "state.json"]),
-                        ("step-00000016.tmp", [".metadata", "state.json"]), ("step-00000020", ["state.json"]),
-                        ("step-00000008", [".metadata", "state.json"])]:
+    for name, files in [
+        ("step-00000004", [".metadata", "state.json"]),
+        ("step-00000012", [".metadata", "state.json"]),
+        ("step-00000016.tmp", [".metadata", "state.json"]),
+        ("step-00000020", ["state.json"]),
+        ("step-00000008", [".metadata", "state.json"]),
+    ]:
         (tmp_path / name).mkdir()
         for f in files:
             (tmp_path / name / f).write_text("{}")
     assert [p.name for p in complete_checkpoints(tmp_path)] == ["step-00000004", "step-00000008", "step-00000012"]
 
 
-@pytest.mark.parametrize("setting, expected", [
-    ("train.launcher=slurm", "train.launcher: expected one of torchrun, ray"),
-    ("train.batch_size=7", "train.batch_size: 7 sequences do not split over 2 workers"),
-    ("train.checkpoint.interval=sometimes", "train.checkpoint.interval: expected a positive integer, auto or null"),
-    ("train.model.size=7b", "train.model.size: expected one of"),
-    ("train.spike.factor=0.5", "train.spike.factor: expected a finite number above 1"),
-    ("train.lr=fast", "train.lr: expected float"),
-])
+@pytest.mark.parametrize(
+    "setting, expected",
+    [
+        ("train.launcher=slurm", "train.launcher: expected one of torchrun, ray"),
+        ("train.batch_size=7", "train.batch_size: 7 sequences do not split over 2 workers"),
+        ("train.checkpoint.interval=sometimes", "train.checkpoint.interval: expected a positive integer, auto or null"),
+        ("train.model.size=7b", "train.model.size: expected one of"),
+        ("train.spike.factor=0.5", "train.spike.factor: expected a finite number above 1"),
+        ("train.lr=fast", "train.lr: expected float"),
+    ],
+)
 def test_train_config_errors(shards, tmp_path, setting, expected):
     folder, _ = shards
     with pytest.raises(ConfigError, match=expected):

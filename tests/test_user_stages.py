@@ -1,6 +1,7 @@
 """Users' own stages from the YAML (stages/user.py, docs/stages.md): the worked example as written, the
 stage contract (row errors, a stage that cannot start, a malformed batch), the ledger, resume after kill -9,
 and the same bytes on 1 and 2 workers, with the stage's module outside the repository."""
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,11 @@ SENTENCES = [
 def write_jsonl(path: Path, first: int, count: int, lorem_every: int = 0) -> None:
     lines = []
     for i in range(first, first + count):
-        tag = "".join(chr(ord("a") + i // 26 ** k % 26) for k in range(3)) + "o"
+        tag = "".join(chr(ord("a") + i // 26**k % 26) for k in range(3)) + "o"
         words = " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(5)).split()
         text = f"Page {i} of the river notes. " + " ".join(
-            f"{word} {tag}" if n % 4 == 3 else word for n, word in enumerate(words))
+            f"{word} {tag}" if n % 4 == 3 else word for n, word in enumerate(words)
+        )
         if lorem_every and i % lorem_every == 0:
             text += " Lorem ipsum dolor sit amet, lorem ipsum again, and lorem ipsum once more."
         lines.append(json.dumps({"id": f"doc-{i:04d}", "text": text, "url": f"https://river.example/{i}"}))
@@ -52,20 +54,35 @@ def doc_blocks(language: str) -> list[str]:
 
 def run_cli(args: list[str], cwd: Path, pythonpath: Path, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
-    return subprocess.run([PYTHON, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600, **kwargs)
+    return subprocess.run(
+        [PYTHON, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, **kwargs
+    )
 
 
 def base_config(inputs: list[str], output: Path, **extra) -> dict:
-    return {"sources": [{"name": "notes", "input": inputs}], "output": str(output), "ray": {"num_cpus": 2},
-            "language": {"method": "fasttext", "languages": [], "threshold": 0.0},  # every language: the verdicts here are the stages'
-            "classifier": {"kind": "none"}, "tokenizer": {"vocab_size": 400}, "packing": {"seq_len": 64},
-            **extra}
+    return {
+        "sources": [{"name": "notes", "input": inputs}],
+        "output": str(output),
+        "ray": {"num_cpus": 2},
+        "language": {
+            "method": "fasttext",
+            "languages": [],
+            "threshold": 0.0,
+        },  # every language: the verdicts here are the stages'
+        "classifier": {"kind": "none"},
+        "tokenizer": {"vocab_size": 400},
+        "packing": {"seq_len": 64},
+        **extra,
+    }
 
 
 def output_bytes(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for folder in ("docs", "rejects", "tokens")
-            for p in sorted((out / folder).glob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for folder in ("docs", "rejects", "tokens")
+        for p in sorted((out / folder).glob("*"))
+        if p.is_file()
+    }
 
 
 def test_the_worked_example_runs_as_written(tmp_path):
@@ -76,21 +93,39 @@ def test_the_worked_example_runs_as_written(tmp_path):
     for name in ("good.txt", "bad.txt"):
         (tmp_path / "classifier" / name).write_bytes((ROOT / "configs" / "classifier" / name).read_bytes())
     write_jsonl(tmp_path / "lorem.jsonl", 0, 6, lorem_every=2)
-    config = {**base_config([str(ROOT / "tests" / "fixtures" / "warc"), str(tmp_path / "lorem.jsonl")],
-                            tmp_path / "out"), **yaml.safe_load(stages_yaml)}
+    config = {
+        **base_config([str(ROOT / "tests" / "fixtures" / "warc"), str(tmp_path / "lorem.jsonl")], tmp_path / "out"),
+        **yaml.safe_load(stages_yaml),
+    }
     config["sources"][0]["select"] = yaml.safe_load(select_yaml)["sources"][0]["select"]
     (tmp_path / "myconfig.yaml").write_text(yaml.safe_dump(config))
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     (command,) = [line for block in doc_blocks("bash") for line in block.splitlines() if "myconfig.yaml" in line]
-    done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": ""})
+    done = subprocess.run(
+        command,
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["complete"] and all(manifest["invariants"].values())
     assert [s for s, row in manifest["stages"].items() if "rows_in" in row] == [
-        "read", "extract", "language", "no_lorem_ipsum", "quality", "repetition", "nb", "edu", "exact_dedup",
-        "near_dedup"]
+        "read",
+        "extract",
+        "language",
+        "no_lorem_ipsum",
+        "quality",
+        "repetition",
+        "nb",
+        "edu",
+        "exact_dedup",
+        "near_dedup",
+    ]
     reasons = manifest["counts"]["rejected_by_reason"]
     assert reasons["no_lorem_ipsum:too_much_lorem"] == 3  # pages 0, 2 and 4 of lorem.jsonl
     assert reasons.get("edu:below_threshold", 0) == manifest["counts"]["rejected"].get("edu", 0) > 0
@@ -108,6 +143,7 @@ def test_the_worked_example_runs_as_written(tmp_path):
 
 class Flaky:
     """Raises on the rows whose text has 'boom'; rejects the ones with 'drop'."""
+
     adds = {"length": "int64"}
 
     def __call__(self, batch):
@@ -119,8 +155,14 @@ class Flaky:
 
 def test_a_row_that_raises_is_a_named_reject_and_the_rest_get_their_results():
     stage = UserStage(f"{__name__}:Flaky", name="flaky")
-    batch = pa.table({"text": ["fine", "boom here", "drop me", "also fine"], "stage": pa.nulls(4, pa.string()),
-                      "reason": pa.nulls(4, pa.string()), "detail": pa.nulls(4, pa.string())})
+    batch = pa.table(
+        {
+            "text": ["fine", "boom here", "drop me", "also fine"],
+            "stage": pa.nulls(4, pa.string()),
+            "reason": pa.nulls(4, pa.string()),
+            "detail": pa.nulls(4, pa.string()),
+        }
+    )
     out = stage(batch)
     assert out["reason"].to_pylist() == [None, "flaky:error", "flaky:dropped", None]
     assert out["detail"][1].as_py() == "ValueError: boom in the text"
@@ -147,17 +189,21 @@ class Undeclared:
         return {"extra": [1] * batch.num_rows}
 
 
-@pytest.mark.parametrize("target, message", [
-    ("WrongLength", "returned 1 values of 'score_wrong' for 2 rows"),
-    ("NoSetup", "failed to start: OSError: model file gone"),
-    ("Undeclared", "returned the column 'extra', which it does not declare in `adds`"),
-    ("Missing", "has no 'Missing'"),
-])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("WrongLength", "returned 1 values of 'score_wrong' for 2 rows"),
+        ("NoSetup", "failed to start: OSError: model file gone"),
+        ("Undeclared", "returned the column 'extra', which it does not declare in `adds`"),
+        ("Missing", "has no 'Missing'"),
+    ],
+)
 def test_a_stage_that_breaks_the_contract_stops_the_run_in_one_line(tmp_path, target, message):
     """Config validation sets the stage up and runs it on a probe batch: exit 2, one line, nothing written."""
     write_jsonl(tmp_path / "in.jsonl", 0, 3)
-    config = base_config([str(tmp_path / "in.jsonl")], tmp_path / "out",
-                         stages=["language", {"use": f"test_user_stages:{target}"}])
+    config = base_config(
+        [str(tmp_path / "in.jsonl")], tmp_path / "out", stages=["language", {"use": f"test_user_stages:{target}"}]
+    )
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
     done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, Path(__file__).parent)
     assert done.returncode == 2, done.stderr[-2000:]
@@ -204,8 +250,9 @@ def slow_stage_inputs(tmp_path):
     return outside, inputs
 
 
-def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_and_2_workers(tmp_path,
-                                                                                               slow_stage_inputs):
+def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_and_2_workers(
+    tmp_path, slow_stage_inputs
+):
     outside, inputs = slow_stage_inputs
     stages = ["language", {"use": "my_slow_stage:Slow", "with": {"wait_s": 0.0}}, "quality"]
 
@@ -228,9 +275,14 @@ def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_a
 
     # kill -9 once some files are through the filter pass, then rerun: it goes on from there, same bytes
     killed = config("killed", 1, wait_s=0.3)
-    process = subprocess.Popen([PYTHON, "-m", "pipeline", "run", str(killed)], cwd=tmp_path, start_new_session=True,
-                               env={**os.environ, "PYTHONPATH": str(outside)}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [PYTHON, "-m", "pipeline", "run", str(killed)],
+        cwd=tmp_path,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(outside)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     filtered = tmp_path / "killed" / "_work" / "filtered"
     deadline = time.monotonic() + 300
     while len(list(filtered.glob("file-*.parquet"))) < 2 and time.monotonic() < deadline:
@@ -247,13 +299,13 @@ def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_a
 
 def test_a_stage_that_breaks_the_contract_on_a_worker_stops_the_run_in_one_line(tmp_path, slow_stage_inputs):
     outside, inputs = slow_stage_inputs
-    raw = base_config([str(inputs)], tmp_path / "out",
-                      stages=["language", {"use": "my_slow_stage:BreaksOnBigBatches"}])
+    raw = base_config([str(inputs)], tmp_path / "out", stages=["language", {"use": "my_slow_stage:BreaksOnBigBatches"}])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
     done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, outside)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("stage error: stage breaks_on_big_batches (my_slow_stage:BreaksOnBigBatches) returned 2 "
-                           "values of 'page' for"), last
+    assert last.startswith(
+        "stage error: stage breaks_on_big_batches (my_slow_stage:BreaksOnBigBatches) returned 2 values of 'page' for"
+    ), last
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out" / "manifest.json").exists()

@@ -1,5 +1,6 @@
 """stages.warc_read on the real (and really broken) WARC/ARC files in ../shared/realdata, and on WARCs
 written here with warcio and then damaged."""
+
 from __future__ import annotations
 
 import io
@@ -70,8 +71,23 @@ def warcio_counts(path) -> tuple[int, int]:
 
 def test_schema_columns_in_order():
     assert DOCUMENT_SCHEMA.names == [
-        "order", "id", "url", "source", "file", "offset", "date", "record_type", "content_type",
-        "http_charset", "html", "stage", "reason", "detail", "dup_of", "text", "charset",
+        "order",
+        "id",
+        "url",
+        "source",
+        "file",
+        "offset",
+        "date",
+        "record_type",
+        "content_type",
+        "http_charset",
+        "html",
+        "stage",
+        "reason",
+        "detail",
+        "dup_of",
+        "text",
+        "charset",
     ]
     assert DOCUMENT_SCHEMA.field("html").type == pa.binary()
     assert DOCUMENT_SCHEMA.field("order").type == pa.int64()
@@ -110,7 +126,8 @@ def test_record_counts_match_readme_and_warcio():
         # README counts HTML responses of any status; ours are alive rows, non-2xx rejects and records
         # that turned out truncated (which keep their content type)
         html_like = [
-            row for row in rows
+            row
+            for row in rows
             if row["stage"] is None
             or (row["reason"] in ("read:http_status", "read:malformed") and row["content_type"] == "text/html")
         ]
@@ -217,7 +234,9 @@ def test_reading_resumes_after_bad_records():
     # wrong-chunks: a record spread over three gzip members; the request in the last member survives
     rows = read_rows(folder / "warcio__example-wrong-chunks.warc.gz")
     assert [(row["offset"], row["reason"]) for row in rows] == [
-        (0, "read:malformed"), (516, "read:malformed"), (1130, "request")
+        (0, "read:malformed"),
+        (516, "read:malformed"),
+        (1130, "request"),
     ]
 
 
@@ -296,7 +315,7 @@ def test_truncated_record_in_plain_warc(tmp_path):
     offsets = write_three(path, gzip=False)
     data = path.read_bytes()
     cut = offsets[1] + 1000  # inside the second record's body
-    path.write_bytes(data[:cut] + data[offsets[2]:])
+    path.write_bytes(data[:cut] + data[offsets[2] :])
     rows = read_rows(path)
     assert [row["url"] for row in rows] == [f"http://example.com/{i}" for i in range(3)]
     assert [row["reason"] for row in rows] == [None, "read:malformed", None]
@@ -354,12 +373,14 @@ def test_document_verdicts(tmp_path):
     writer.write_record(html_record(writer, "http://a/big", big))
     writer.write_record(html_record(writer, "http://a/xhtml", page(3), "application/xhtml+xml"))
     writer.write_record(
-        writer.create_warc_record("http://a/res", "resource", payload=io.BytesIO(page(4)),
-                                  warc_content_type="text/html; charset=UTF-8")
+        writer.create_warc_record(
+            "http://a/res", "resource", payload=io.BytesIO(page(4)), warc_content_type="text/html; charset=UTF-8"
+        )
     )
     writer.write_record(
-        writer.create_warc_record("http://a/meta", "metadata", payload=io.BytesIO(b"via: x\r\n"),
-                                  warc_content_type="application/warc-fields")
+        writer.create_warc_record(
+            "http://a/meta", "metadata", payload=io.BytesIO(b"via: x\r\n"), warc_content_type="application/warc-fields"
+        )
     )
     path.write_bytes(buffer.getvalue())
 

@@ -10,6 +10,7 @@ mid-save leaves a .tmp folder that is never loaded (and is removed at the next s
 by rank 0 once its DCP save has returned: DCP's coordinator finishes only after every rank has written
 its data. The last `keep` complete checkpoints are kept.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from pipeline.train.resume import complete_checkpoints
+
 
 def rng_states() -> dict:
     """Tensors, numbers and strings only, so that loading needs no unpickling (`weights_only=True`)."""
@@ -107,7 +109,7 @@ class Checkpointer:
         if final.exists():  # a checkpoint at this step from before a rollback or a crash
             shutil.rmtree(final)
         tmp.rename(final)
-        for old in complete_checkpoints(self.folder)[:-self.keep]:
+        for old in complete_checkpoints(self.folder)[: -self.keep]:
             shutil.rmtree(old, ignore_errors=True)
 
     def load(self, path: Path, model, optimizer) -> dict:

@@ -8,6 +8,7 @@ The position in the stream is one number, `consumed`: the sequences used so far 
 The stream walks the shards in order and starts again at the first after the last (the next epoch), so
 (epoch, shard, sequence) follows from `consumed` and the shard sizes.
 """
+
 from __future__ import annotations
 
 import hashlib

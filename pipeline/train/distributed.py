@@ -1,5 +1,6 @@
 """torch.distributed plumbing: the process group, FSDP2 sharding with a precision policy, and the
 global gradient norm across shards."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,9 @@ def start(device_kind: str, device: torch.device | None = None) -> tuple[int, in
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device_kind == "cuda" else "gloo")
     if device is None:
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if device_kind == "cuda" else \
-            torch.device("cpu")
+        device = (
+            torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if device_kind == "cuda" else torch.device("cpu")
+        )
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return dist.get_rank(), dist.get_world_size(), device
@@ -31,8 +33,11 @@ def shard_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     gathers them cast to the compute dtype for forward and backward, and reduce-scatters gradients in fp32.
     """
     dtype = COMPUTE_DTYPES[precision]
-    policy = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype != torch.float32 \
+    policy = (
+        MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
+        if dtype != torch.float32
         else MixedPrecisionPolicy()
+    )
     for block in model.blocks:
         fully_shard(block, mp_policy=policy)
     fully_shard(model, mp_policy=policy)

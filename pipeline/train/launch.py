@@ -3,6 +3,7 @@
 `python -m pipeline train CONFIG` starts them; each worker runs `loop.train`. Under torchrun the workers
 are `python -m pipeline train CONFIG ...` again, which see torchrun's environment and train directly.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,9 +27,18 @@ def run_torchrun(config: Config, worker_args: list[str]) -> int:
     this process, which passes one SIGINT on: the agent stops the workers and ends without a word (see
     `quiet_torchrun`), and KeyboardInterrupt goes on to the caller. SIGTERM and SIGHUP are passed on too.
     """
-    command = [sys.executable, "-m", "pipeline.train.launch", "--standalone",
-               f"--nproc-per-node={config.train.workers}", f"--max-restarts={config.train.max_restarts}",
-               "-m", "pipeline", "train", *worker_args]
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.train.launch",
+        "--standalone",
+        f"--nproc-per-node={config.train.workers}",
+        f"--max-restarts={config.train.max_restarts}",
+        "-m",
+        "pipeline",
+        "train",
+        *worker_args,
+    ]
     # torchrun's own default, set here so that it does not print a banner saying so.
     env = {"OMP_NUM_THREADS": "1", **os.environ}
     for stop in (signal.SIGTERM, signal.SIGHUP):
@@ -83,11 +93,15 @@ def run_ray(config: Config, stop_after: int | None) -> int:
     trainer = TorchTrainer(
         ray_worker,
         train_loop_config={"config": config, "stop_after": stop_after},
-        scaling_config=ScalingConfig(num_workers=train.workers, use_gpu=train.device == "cuda",
-                                     resources_per_worker=per_worker),
+        scaling_config=ScalingConfig(
+            num_workers=train.workers, use_gpu=train.device == "cuda", resources_per_worker=per_worker
+        ),
         torch_config=TorchConfig(backend="nccl" if train.device == "cuda" else "gloo"),
-        run_config=RunConfig(name="ray", storage_path=os.path.join(train.data, "train"),
-                             failure_config=FailureConfig(max_failures=train.max_restarts)),
+        run_config=RunConfig(
+            name="ray",
+            storage_path=os.path.join(train.data, "train"),
+            failure_config=FailureConfig(max_failures=train.max_restarts),
+        ),
     )
     trainer.fit()
     return 0
@@ -118,8 +132,10 @@ def wait_for_workers(per_worker: dict[str, float], workers: int, timeout_s: floa
             wanted = ", ".join(f"{amount:g} {kind}s" for kind, amount in short.items())
             found = ", ".join(f"{have.get(kind, 0):g}" for kind in short)
             waited = f" after waiting {timeout_s:g} s (train.start_timeout_s)" if timeout_s else ""
-            raise ConfigError(f"train.workers: {wanted} needed, one per worker, and the Ray cluster has {found}"
-                              f"{waited}; lower train.workers or give the cluster more")
+            raise ConfigError(
+                f"train.workers: {wanted} needed, one per worker, and the Ray cluster has {found}"
+                f"{waited}; lower train.workers or give the cluster more"
+            )
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 

@@ -6,6 +6,7 @@ learning rate schedule, then the loss-spike check (rollback and skip), metrics a
 The run's folder (DATA/train) holds checkpoints/, metrics.jsonl (one line per step or event), log.txt
 and, at the end, summary.json.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -101,6 +102,7 @@ class RunLog:
 @dataclasses.dataclass
 class Run:
     """One worker's training run: what `start` builds, and what the steps change (state, timings)."""
+
     cfg: TrainConfig
     rank: int
     world: int
@@ -143,8 +145,9 @@ def train(config: Config, stop_after: int | None = None, device: torch.device | 
         if run.state["spike_streak"] == 0 and checkpoint_due(run):
             seconds = save(run)
             if cfg.checkpoint.interval == "auto":  # save every sqrt(2 C M) seconds (Young, 1974), C measured each time
-                run.interval = choose_interval(seconds, run.step_seconds, cfg.checkpoint.mtbf_hours, run.log,
-                                               run.device, run.interval)
+                run.interval = choose_interval(
+                    seconds, run.step_seconds, cfg.checkpoint.mtbf_hours, run.log, run.device, run.interval
+                )
     return finish(run)
 
 
@@ -164,19 +167,32 @@ def start(config: Config, device: torch.device | None) -> Run:
     distributed.shard_model(model, cfg.precision)
     # No weight decay on gains (RMSNorm weights), as in nanoGPT.
     params = list(model.parameters())
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(
-        step, cfg.warmup_steps, cfg.steps, cfg.min_lr / cfg.lr))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(step, cfg.warmup_steps, cfg.steps, cfg.min_lr / cfg.lr)
+    )
 
-    state: dict[str, Any] = {"step": 0, "consumed": 0, "data": data.fingerprint(), "model": dataclasses.asdict(args),
-             "recent_losses": [], "spike_streak": 0,
-             "rollbacks": [], "loss_scale": 2.0 ** 16 if cfg.precision == "fp16" else 1.0, "good_steps": 0,
-             "scheduler": scheduler.state_dict()}
+    state: dict[str, Any] = {
+        "step": 0,
+        "consumed": 0,
+        "data": data.fingerprint(),
+        "model": dataclasses.asdict(args),
+        "recent_losses": [],
+        "spike_streak": 0,
+        "rollbacks": [],
+        "loss_scale": 2.0**16 if cfg.precision == "fp16" else 1.0,
+        "good_steps": 0,
+        "scheduler": scheduler.state_dict(),
+    }
     checkpoints = Checkpointer(folder / "checkpoints", cfg.checkpoint.keep, cfg.checkpoint.async_save)
-    log.line(f"model: {n_params:,} parameters, {cfg.precision} compute, fp32 master weights, "
-             f"{world} workers on {device.type}, {data.total:,} sequences of {data.seq_len} tokens")
+    log.line(
+        f"model: {n_params:,} parameters, {cfg.precision} compute, fp32 master weights, "
+        f"{world} workers on {device.type}, {data.total:,} sequences of {data.seq_len} tokens"
+    )
     latest = checkpoints.latest()  # it fits these shards and this model: the config check made sure
     if latest:
         state = checkpoints.load(latest, model, optimizer)
@@ -185,8 +201,24 @@ def start(config: Config, device: torch.device | None) -> Run:
         log.metrics({"event": "resume", "step": state["step"], "data": data.position(state["consumed"])})
 
     interval = cfg.checkpoint.interval if isinstance(cfg.checkpoint.interval, int) else None  # auto: None for now
-    return Run(cfg, rank, world, device, data, folder, log, model, optimizer, scheduler, checkpoints, n_params,
-               state, peak_flops(device, cfg.peak_tflops), interval, last_saved=state["step"])
+    return Run(
+        cfg,
+        rank,
+        world,
+        device,
+        data,
+        folder,
+        log,
+        model,
+        optimizer,
+        scheduler,
+        checkpoints,
+        n_params,
+        state,
+        peak_flops(device, cfg.peak_tflops),
+        interval,
+        last_saved=state["step"],
+    )
 
 
 def train_step(run: Run) -> dict:
@@ -206,8 +238,14 @@ def train_step(run: Run) -> dict:
         torch.cuda.synchronize(run.device)
     seconds = time.perf_counter() - started
     run.step_seconds.append(seconds)
-    record = {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm,
-              "tokens_per_s": run.cfg.batch_size * run.data.seq_len / seconds, "batch": batch_index}
+    record = {
+        "step": step,
+        "loss": loss,
+        "lr": lr,
+        "grad_norm": grad_norm,
+        "tokens_per_s": run.cfg.batch_size * run.data.seq_len / seconds,
+        "batch": batch_index,
+    }
     if run.fp16:
         record["loss_scale"] = run.state["loss_scale"]
     if run.peak:
@@ -233,8 +271,7 @@ def forward_backward(run: Run, inputs: torch.Tensor, targets: torch.Tensor) -> f
     """The loss is the mean over every real target token of the global batch. FSDP averages gradients
     over workers, so each worker's sum is scaled by world / (global token count). Returns the loss."""
     logits = run.model(inputs)
-    loss_sum = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
-                               reduction="sum")
+    loss_sum = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="sum")
     n_tokens = distributed.all_reduce_sum((targets != IGNORE).sum().float())
     (loss_sum * (run.world * run.state["loss_scale"]) / n_tokens).backward()
     return (distributed.all_reduce_sum(loss_sum) / n_tokens).item()
@@ -266,9 +303,11 @@ def log_step(run: Run, record: dict) -> None:
     run.log.metrics(record)
     step, steps = record["step"], run.cfg.steps
     if step % run.cfg.log_every == 0 or step == steps:
-        run.log.line(f"step {step}/{steps} | loss {record['loss']:.4f} | lr {record['lr']:.2e} | "
-                     f"grad norm {record['grad_norm']:.3f} | {record['tokens_per_s']:,.0f} tokens/s"
-                     + (f" | MFU {record['mfu']:.1%}" if run.peak else ""))
+        run.log.line(
+            f"step {step}/{steps} | loss {record['loss']:.4f} | lr {record['lr']:.2e} | "
+            f"grad norm {record['grad_norm']:.3f} | {record['tokens_per_s']:,.0f} tokens/s"
+            + (f" | MFU {record['mfu']:.1%}" if run.peak else "")
+        )
 
 
 def spike_rolled_back(run: Run, step: int, loss: float) -> bool:
@@ -278,7 +317,7 @@ def spike_rolled_back(run: Run, step: int, loss: float) -> bool:
     # The window is the losses before this step, spikes included.
     median = spike_median(loss, run.state["recent_losses"], cfg.window, cfg.factor)
     spike = median is not None
-    run.state["recent_losses"] = (run.state["recent_losses"] + [loss])[-cfg.window:]
+    run.state["recent_losses"] = (run.state["recent_losses"] + [loss])[-cfg.window :]
     run.state["spike_streak"] = run.state["spike_streak"] + 1 if spike else 0
     if spike:
         log.line(f"step {step}: loss spike, {loss:.4f} > {cfg.factor} x median {median:.4f}")
@@ -301,8 +340,10 @@ def spike_rolled_back(run: Run, step: int, loss: float) -> bool:
     state["rollbacks"] = rollbacks + [rollback]
     state["consumed"] = resume_at
     run.last_saved = state["step"]
-    log.line(f"step {step}: rolled back to step {state['step']} ({target.name}), "
-             f"skipping batches {skipped[0]} to {skipped[1]}")
+    log.line(
+        f"step {step}: rolled back to step {state['step']} ({target.name}), "
+        f"skipping batches {skipped[0]} to {skipped[1]}"
+    )
     log.metrics({"event": "rollback", **rollback})
     return True
 
@@ -330,24 +371,38 @@ def finish(run: Run) -> dict | None:
     if state["step"] != run.last_saved or not run.checkpoints.latest():
         save(run)
     run.checkpoints.wait()
-    summary = {"steps": state["step"], "final_loss": state["recent_losses"][-1] if state["recent_losses"] else None,
-               "rollbacks": state["rollbacks"], "parameters": run.n_params, "workers": run.world,
-               "compute_dtype": str(distributed.COMPUTE_DTYPES[run.cfg.precision]),
-               "master_dtype": str(next(run.model.parameters()).dtype),
-               "bytes_per_parameter": run.bytes_per_parameter, "expected_bytes_per_parameter": BYTES_PER_PARAMETER,
-               "tokens_per_s": batch * seq_len * len(run.step_seconds) / max(sum(run.step_seconds), 1e-9),
-               "data": run.data.position(state["consumed"])}
+    summary = {
+        "steps": state["step"],
+        "final_loss": state["recent_losses"][-1] if state["recent_losses"] else None,
+        "rollbacks": state["rollbacks"],
+        "parameters": run.n_params,
+        "workers": run.world,
+        "compute_dtype": str(distributed.COMPUTE_DTYPES[run.cfg.precision]),
+        "master_dtype": str(next(run.model.parameters()).dtype),
+        "bytes_per_parameter": run.bytes_per_parameter,
+        "expected_bytes_per_parameter": BYTES_PER_PARAMETER,
+        "tokens_per_s": batch * seq_len * len(run.step_seconds) / max(sum(run.step_seconds), 1e-9),
+        "data": run.data.position(state["consumed"]),
+    }
     if run.rank == 0:
         (run.folder / "summary.json").write_text(json.dumps(summary, indent=1))
     if run.bytes_per_parameter:
-        run.log.line(f"memory: {run.bytes_per_parameter:.1f} bytes of weights, gradients and Adam state per "
-                     f"parameter (crawl_sample.md's mixed-precision bill: {BYTES_PER_PARAMETER})")
+        run.log.line(
+            f"memory: {run.bytes_per_parameter:.1f} bytes of weights, gradients and Adam state per "
+            f"parameter (crawl_sample.md's mixed-precision bill: {BYTES_PER_PARAMETER})"
+        )
     dist.barrier()
     return summary if run.rank == 0 else None
 
 
-def choose_interval(save_seconds: float, step_seconds: list[float], mtbf_hours: float, log: RunLog,
-                    device: torch.device, previous: int | None) -> int:
+def choose_interval(
+    save_seconds: float,
+    step_seconds: list[float],
+    mtbf_hours: float,
+    log: RunLog,
+    device: torch.device,
+    previous: int | None,
+) -> int:
     """Young's rule in steps. Every worker must agree, so rank 0's measurement is broadcast."""
     recent = step_seconds[-20:]
     figures = torch.tensor([save_seconds, sum(recent) / len(recent)], dtype=torch.float64, device=device)
@@ -357,8 +412,17 @@ def choose_interval(save_seconds: float, step_seconds: list[float], mtbf_hours: 
     steps = max(1, round(seconds / step_time))
     if steps == previous:
         return steps
-    log.line(f"checkpoint interval (auto): save C = {save_seconds:.3f} s, MTBF M = {mtbf_hours} h, "
-             f"sqrt(2 C M) = {seconds:.1f} s = {steps} steps of {step_time:.3f} s")
-    log.metrics({"event": "checkpoint_interval", "save_seconds": save_seconds, "mtbf_hours": mtbf_hours,
-                 "interval_seconds": seconds, "interval_steps": steps})
+    log.line(
+        f"checkpoint interval (auto): save C = {save_seconds:.3f} s, MTBF M = {mtbf_hours} h, "
+        f"sqrt(2 C M) = {seconds:.1f} s = {steps} steps of {step_time:.3f} s"
+    )
+    log.metrics(
+        {
+            "event": "checkpoint_interval",
+            "save_seconds": save_seconds,
+            "mtbf_hours": mtbf_hours,
+            "interval_seconds": seconds,
+            "interval_steps": steps,
+        }
+    )
     return steps

@@ -2,6 +2,7 @@
 
 Sizes run from a few layers of width 64 (tests) to the GPT-3 paper's 125M and 350M shapes (GPU).
 """
+
 from __future__ import annotations
 
 import math
@@ -37,10 +38,19 @@ class ModelArgs:
 
 def model_args(model_config, vocab_size: int, seq_len: int) -> ModelArgs:
     """ModelArgs from the config's `train.model` section and the token shards' vocabulary and length."""
-    shape = SIZES[model_config.size] if model_config.size else dict(
-        dim=model_config.dim, n_layers=model_config.n_layers, n_heads=model_config.n_heads)
-    return ModelArgs(vocab_size=vocab_size, seq_len=seq_len, ffn_dim=model_config.ffn_dim,
-                     tie_embeddings=model_config.tie_embeddings, rope_theta=model_config.rope_theta, **shape)
+    shape = (
+        SIZES[model_config.size]
+        if model_config.size
+        else dict(dim=model_config.dim, n_layers=model_config.n_layers, n_heads=model_config.n_heads)
+    )
+    return ModelArgs(
+        vocab_size=vocab_size,
+        seq_len=seq_len,
+        ffn_dim=model_config.ffn_dim,
+        tie_embeddings=model_config.tie_embeddings,
+        rope_theta=model_config.rope_theta,
+        **shape,
+    )
 
 
 class RMSNorm(nn.Module):

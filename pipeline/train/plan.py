@@ -7,6 +7,7 @@ The figures are crawl_sample.md's: Adam in mixed precision holds 16 bytes per pa
 keeps all of it on every GPU, stage 1 shards the optimizer state (12 bytes), stage 2 also the gradients,
 stage 3 everything; about 20 tokens per parameter is compute-optimal; training costs about 6 N D FLOPs.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,15 @@ def wasted_fraction(save_seconds: float, mtbf_seconds: float, interval_seconds: 
     return save_seconds / interval_seconds + interval_seconds / (2 * mtbf_seconds)
 
 
-def plan(params: float, gpus: int, tokens: float | None = None, peak_tflops: float = 989.0, mfu: float = 0.4,
-         save_seconds: float | None = None, mtbf_hours: float | None = None) -> dict:
+def plan(
+    params: float,
+    gpus: int,
+    tokens: float | None = None,
+    peak_tflops: float = 989.0,
+    mfu: float = 0.4,
+    save_seconds: float | None = None,
+    mtbf_hours: float | None = None,
+) -> dict:
     tokens = TOKENS_PER_PARAMETER * params if tokens is None else tokens
     flops = training_flops(params, tokens)
     hours = gpu_hours(flops, peak_tflops, mfu)
@@ -77,33 +85,49 @@ def plan(params: float, gpus: int, tokens: float | None = None, peak_tflops: flo
     }
     if save_seconds is not None and mtbf_hours is not None:
         interval = young_interval(save_seconds, mtbf_hours * 3600)
-        result["checkpoint"] = {"save_seconds": save_seconds, "mtbf_hours": mtbf_hours,
-                                "interval_minutes": interval / 60,
-                                "wasted_fraction": wasted_fraction(save_seconds, mtbf_hours * 3600, interval)}
+        result["checkpoint"] = {
+            "save_seconds": save_seconds,
+            "mtbf_hours": mtbf_hours,
+            "interval_minutes": interval / 60,
+            "wasted_fraction": wasted_fraction(save_seconds, mtbf_hours * 3600, interval),
+        }
     return result
 
 
 def format_plan(p: dict) -> str:
     gb = 1e9
-    lines = [f"model: {p['params'] / 1e9:g}B parameters on {p['gpus']} GPUs", "",
-             f"memory bill, Adam in mixed precision ({p['bytes_per_parameter']} bytes per parameter):"]
+    lines = [
+        f"model: {p['params'] / 1e9:g}B parameters on {p['gpus']} GPUs",
+        "",
+        f"memory bill, Adam in mixed precision ({p['bytes_per_parameter']} bytes per parameter):",
+    ]
     for kind, total in p["memory_bytes"].items():
         lines.append(f"  {kind:<26} {total / p['params']:>2.0f} B/param  {total / gb:>10,.1f} GB")
-    lines.append(f"  {'total':<26} {p['bytes_per_parameter']:>2} B/param  "
-                 f"{sum(p['memory_bytes'].values()) / gb:>10,.1f} GB")
+    lines.append(
+        f"  {'total':<26} {p['bytes_per_parameter']:>2} B/param  {sum(p['memory_bytes'].values()) / gb:>10,.1f} GB"
+    )
     lines += ["", f"training state per GPU (ZeRO, {p['gpus']} GPUs):"]
-    names = {0: "data parallel, nothing sharded", 1: "optimizer state sharded",
-             2: "+ gradients sharded", 3: "+ weights sharded (FSDP)"}
+    names = {
+        0: "data parallel, nothing sharded",
+        1: "optimizer state sharded",
+        2: "+ gradients sharded",
+        3: "+ weights sharded (FSDP)",
+    }
     for stage, total in p["zero_bytes_per_gpu"].items():
         lines.append(f"  stage {stage}  {total / gb:>10,.1f} GB   {names[stage]}")
-    lines += ["", f"compute-optimal tokens ({TOKENS_PER_PARAMETER} per parameter): "
-                  f"{p['compute_optimal_tokens'] / 1e9:,.1f}B",
-              f"training on {p['tokens'] / 1e9:,.1f}B tokens: 6 N D = {p['training_flops']:.3e} FLOPs",
-              f"at {p['mfu']:.0%} MFU of {p['peak_tflops']:g} TFLOPS: {p['gpu_hours']:,.0f} GPU-hours, "
-              f"{p['wall_hours']:,.1f} hours on {p['gpus']} GPUs"]
+    lines += [
+        "",
+        f"compute-optimal tokens ({TOKENS_PER_PARAMETER} per parameter): {p['compute_optimal_tokens'] / 1e9:,.1f}B",
+        f"training on {p['tokens'] / 1e9:,.1f}B tokens: 6 N D = {p['training_flops']:.3e} FLOPs",
+        f"at {p['mfu']:.0%} MFU of {p['peak_tflops']:g} TFLOPS: {p['gpu_hours']:,.0f} GPU-hours, "
+        f"{p['wall_hours']:,.1f} hours on {p['gpus']} GPUs",
+    ]
     if "checkpoint" in p:
         c = p["checkpoint"]
-        lines += ["", f"checkpoint every sqrt(2 C M) = {c['interval_minutes']:.2f} minutes "
-                      f"(save C = {c['save_seconds']:g} s, MTBF M = {c['mtbf_hours']:g} h), "
-                      f"wasting {c['wasted_fraction']:.1%} of the time"]
+        lines += [
+            "",
+            f"checkpoint every sqrt(2 C M) = {c['interval_minutes']:.2f} minutes "
+            f"(save C = {c['save_seconds']:g} s, MTBF M = {c['mtbf_hours']:g} h), "
+            f"wasting {c['wasted_fraction']:.1%} of the time",
+        ]
     return "\n".join(lines)
