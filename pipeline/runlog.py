@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import textwrap
 import traceback
 from datetime import datetime
@@ -26,6 +27,8 @@ LOGGERS = ("", "ray", "ray.data")
 class RunLog(logging.Handler):
     """A logging handler, while the run goes on (`with RunLog(config):`), for the loggers above. Lines logged
     before the output folder may be written (Ray starting, the resource check) wait until `open`."""
+
+    lock: threading.RLock  # made by Handler.__init__ (typeshed allows None: a handler without createLock)
 
     def __init__(self, config):
         super().__init__()
@@ -80,6 +83,7 @@ class RunLog(logging.Handler):
     def move(self, path: Path) -> None:
         """Move the file to `path` on the same file system; the open file moves with its name, so later lines
         go on into it."""
+        assert self.path is not None, "move before open"  # the belt opens the log before it moves it
         with self.lock:
             os.replace(self.path, path)
             self.path = path

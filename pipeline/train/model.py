@@ -99,6 +99,7 @@ class Attention(nn.Module):
 class SwiGLU(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
+        assert args.ffn_dim is not None  # ModelArgs.__post_init__ fills it
         self.gate = nn.Linear(args.dim, args.ffn_dim, bias=False)
         self.up = nn.Linear(args.dim, args.ffn_dim, bias=False)
         self.down = nn.Linear(args.ffn_dim, args.dim, bias=False)
