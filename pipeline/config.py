@@ -37,7 +37,7 @@ class ConfigError(Exception):
 class Problems:
     """Collects the ConfigErrors of independent checks, so that one run of the checks finds them all."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.found: list[str] = []
 
     def check(self, function, *args):

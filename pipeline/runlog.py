@@ -15,6 +15,7 @@ import textwrap
 import traceback
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
@@ -30,12 +31,12 @@ class RunLog(logging.Handler):
 
     lock: threading.RLock  # made by Handler.__init__ (typeshed allows None: a handler without createLock)
 
-    def __init__(self, config):
+    def __init__(self, config) -> None:
         super().__init__()
         # Not the handler's formatter: ray.init sets that of every handler of the "ray" logger.
         self.layout = logging.Formatter("%(levelname)s %(name)s: %(message)s")
         self.path: Path | None = None
-        self.file = None
+        self.file: TextIO | None = None
         self.waiting: list[str] = []
         resolved = yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True)
         self.write(datetime.now(), "INFO crawlbelt: config (resolved):\n" + textwrap.indent(resolved, "  "))
