@@ -118,7 +118,7 @@ def _belt(
     build.mkdir()
     storage.write_marker(build, kind)
     timings = {}
-    filter_seconds = {"stages": {}, "nodes": {}}
+    filter_seconds: dict[str, dict[str, float]] = {"stages": {}, "nodes": {}}
 
     if files:
         # Filter pass: every record of every file, through the per-document stages, one Parquet part per file.

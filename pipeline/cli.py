@@ -354,6 +354,8 @@ def train_command(args, worker_args: list[str]) -> int:
         train(config, stop_after=args.stop_after)
         dist.destroy_process_group()
         return 0
+    train_data = config.train.data
+    assert train_data is not None  # validation sets it (config._check_train)
     started = time.perf_counter()
     try:
         if config.train.launcher == "ray":
@@ -366,11 +368,11 @@ def train_command(args, worker_args: list[str]) -> int:
     except KeyboardInterrupt:
         print(
             f"train: interrupted; run the same command again to resume from the last checkpoint in "
-            f"{Path(config.train.data) / 'train' / 'checkpoints'}",
+            f"{Path(train_data) / 'train' / 'checkpoints'}",
             file=sys.stderr,
         )
         return 130
-    summary = Path(config.train.data) / "train" / "summary.json"
+    summary = Path(train_data) / "train" / "summary.json"
     if code == 0 and summary.exists():
         figures = json.loads(summary.read_text())
         print(

@@ -16,6 +16,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 
 import pyarrow as pa
 import yaml
@@ -36,7 +37,7 @@ class ConfigError(Exception):
 class Problems:
     """Collects the ConfigErrors of independent checks, so that one run of the checks finds them all."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.found: list[str] = []
 
     def check(self, function, *args):
@@ -358,7 +359,7 @@ def _build(tp, value, path: str, problems: Problems):
         if not isinstance(value, list):  # a lone string is not taken for a list of one: [english] is no code
             raise ConfigError(f"{path}: expected a list, got {type(value).__name__} {value!r}")
         return [_build(item, v, f"{path}[{i}]", problems) for i, v in enumerate(value)]
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(value).__name__} {value!r}")
         hints = {
@@ -480,7 +481,7 @@ def _local_files(pattern: str) -> list[str]:
     return files
 
 
-def read_config(path: str | None, overrides: list[str] = (), problems: Problems | None = None) -> Config:
+def read_config(path: str | None, overrides: Sequence[str] = (), problems: Problems | None = None) -> Config:
     """Parse the YAML file (if any), apply `--set` overrides, and check every key and type. Keys with a
     problem keep their defaults and the problem goes to `problems` (raised here when none is given)."""
     raw: dict = {}
@@ -518,7 +519,7 @@ def _read_yaml_file(path: str) -> dict:
 def load_config(
     path: str | None,
     *,
-    overrides: list[str] = (),
+    overrides: Sequence[str] = (),
     inputs: list[str] | None = None,
     output: str | None = None,
     for_train: bool = False,
@@ -843,7 +844,8 @@ def _check_stages(config: Config, base: Path) -> None:
 
     if not config.stages:
         raise ConfigError("stages: an empty list; leave the key out for the default belt")
-    names, columns = {}, {}
+    names: dict[str, str] = {}  # stage name -> the entry that has it
+    columns: dict[str, str] = {}  # column -> the entry that adds it
     for i, entry in enumerate(config.stages):
         key = f"stages[{i}]"
         stage = _stage_entry(config, entry, key, base)
@@ -915,7 +917,7 @@ def _check_dedup(config: Config) -> None:
     dedup = config.dedup
     if (dedup.bands is None) != (dedup.rows is None):
         raise ConfigError("dedup.bands and dedup.rows: give both or neither")
-    if dedup.bands is not None and dedup.bands * dedup.rows > dedup.num_perm:
+    if dedup.bands is not None and dedup.rows is not None and dedup.bands * dedup.rows > dedup.num_perm:
         raise ConfigError(f"dedup.bands * dedup.rows must be at most dedup.num_perm ({dedup.num_perm})")
 
 

@@ -49,7 +49,7 @@ def run(filtered: Path, config: DedupConfig, work: Path) -> tuple[pa.Table, dict
     One pass over the text writes each document's SHA-1 key and MinHash signature to `work/hashes`;
     both dedup stages work from there (its time is counted in the first stage that runs)."""
     verdicts = [VERDICT_SCHEMA.empty_table()]
-    seconds = {}
+    seconds: dict[str, float] = {}
     if not (config.exact or config.near):
         return verdicts[0], seconds
     start = time.perf_counter()
@@ -135,18 +135,18 @@ def near_dedup(
     set lies in the spilled file), and one chunk of edges (about 50 bytes each). Each cluster's root is its
     smallest id, so the survivor is its first document in the fixed order, whatever order edges come in.
     """
-    if config.bands:
+    if config.bands and config.rows:  # given together (config validation)
         bands, rows = config.bands, config.rows
     elif config.verify == "none":
         bands, rows = optimal_bands(config.threshold, config.num_perm)
     else:
         bands, rows = recall_bands(config.threshold, config.num_perm)
     k, shards = config.num_perm, config.shards
-    removed = pa.array(removed, pa.int64())
+    removed_orders = pa.array(removed, pa.int64())
 
     def bucket_rows(batch: pa.Table) -> pa.Table:
         """One row per (document, band): the bucket it falls in and the shard that owns the bucket."""
-        batch = batch.filter(pc.invert(pc.is_in(batch["order"], removed)))
+        batch = batch.filter(pc.invert(pc.is_in(batch["order"], removed_orders)))
         buckets = band_hashes(_signature_matrix(batch, k), bands, rows).ravel()
         return pa.table(
             {
@@ -157,7 +157,7 @@ def near_dedup(
         )
 
     orders = pq.read_table(hashes, columns=["order"])["order"].to_numpy()
-    orders = np.sort(orders[~np.isin(orders, removed.to_numpy())])
+    orders = np.sort(orders[~np.isin(orders, removed_orders.to_numpy())])
     engine.group_to_parquet(
         hashes,
         "shard",
@@ -255,13 +255,13 @@ def _estimate_verifier(hashes: Path, candidates: np.ndarray, k: int, path: Path,
     """A function (sources, targets) -> mask of pairs whose estimated Jaccard reaches the threshold.
     The candidate documents' signatures are spilled to `path` (k * 4 bytes each) and memory-mapped."""
     wanted = pa.array(candidates)
-    matrix = np.memmap(path, np.uint32, "w+", shape=(max(1, len(candidates)), k))
+    spilled = np.memmap(path, np.uint32, "w+", shape=(max(1, len(candidates)), k))
     signatures = ds.dataset(hashes, format="parquet")
     for batch in signatures.to_batches(columns=["order", "signature"], filter=pc.field("order").isin(wanted)):
         batch = pa.Table.from_batches([batch])
-        matrix[np.searchsorted(candidates, batch["order"].to_numpy())] = _signature_matrix(batch, k)
-    matrix.flush()
-    matrix = np.asarray(matrix)
+        spilled[np.searchsorted(candidates, batch["order"].to_numpy())] = _signature_matrix(batch, k)
+    spilled.flush()
+    matrix = np.asarray(spilled)
 
     def reaches(sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
         a, b = np.searchsorted(candidates, sources), np.searchsorted(candidates, targets)

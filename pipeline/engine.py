@@ -11,7 +11,8 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,7 +23,7 @@ from ray.data.context import ShuffleStrategy
 try:  # Ray Data's hook into each execution's scheduling loop (DataProgress)
     from ray.data._internal.execution.execution_callback import ExecutionCallback as _ExecutionCallback
 except ImportError:
-    _ExecutionCallback = object
+    _ExecutionCallback = object  # type: ignore[misc,assignment]  # mypy cannot type a fallback base class
 
 from pipeline.config import ConfigError, RayConfig, ResourcesConfig
 
@@ -183,7 +184,7 @@ def parquet_dataset(folder: Path, columns: list[str] | None = None) -> ray.data.
     )
 
 
-def _read_parquet_files(files: pa.Table, columns: list[str] | None):
+def _read_parquet_files(files: pa.Table, columns: list[str] | None = None) -> Iterator[pa.Table]:
     for path in files["path"].to_pylist():
         for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=columns):
             yield pa.Table.from_batches([batch])
@@ -234,7 +235,7 @@ def map_to_parquet(
     rows.write_parquet(str(out), **(write_options(resources) if resources else {}))
 
 
-def map_to_driver(source: Source, fn: Callable, *, columns: list[str] | None = None) -> Iterator[pa.Table]:
+def map_to_driver(source: Source, fn: Callable, *, columns: list[str] | None = None) -> Iterable[pa.Table]:
     """Every batch of `source` through `fn` on the workers; the results streamed to the driver, a batch at a
     time, so that it never holds them all."""
     return _map(_rows(source, columns, None), fn, source).iter_batches(batch_format="pyarrow")
@@ -294,7 +295,7 @@ def _rows(source: Source, columns: list[str] | None, tasks: int | None) -> ray.d
 
 def _map(rows: ray.data.Dataset, fn: Callable, source: Source, resources=None) -> ray.data.Dataset:
     # A list's tasks each get their items in one call; a folder's rows come a block at a time.
-    batching = {"batch_size": None} if isinstance(source, list) else {}
+    batching: dict[str, Any] = {"batch_size": None} if isinstance(source, list) else {}
     return rows.map_batches(fn, batch_format="pyarrow", **batching, **(task_options(resources) if resources else {}))
 
 
@@ -340,7 +341,7 @@ class NodeWatch:
         self.last_progress = clock()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def progress(self) -> None:
         self.last_progress = self.clock()
@@ -404,7 +405,8 @@ class NodeWatch:
     def __exit__(self, *exc) -> None:
         _WATCHES.discard(self)
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
 
     def _run(self) -> None:
         while not self._stop.wait(self.poll_s):

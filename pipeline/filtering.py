@@ -55,7 +55,8 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
     ]
     if len(pending) < len(files):
         log.info("resume: %d of %d files already through the filter pass", len(files) - len(pending), len(files))
-    stage_seconds, node_seconds = defaultdict(float), defaultdict(float)
+    stage_seconds: defaultdict[str, float] = defaultdict(float)
+    node_seconds: defaultdict[str, float] = defaultdict(float)
     if pending:
         filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read, config.storage)
         for done in engine.map_items(filter_file, pending, config.resources.filter):
@@ -144,8 +145,12 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
 
     inputs = [stamp(path, source) for path, source in files]
     sources = {
-        source.name: [input_format(path, source) for path, owner in files if owner == source.name][:1]
-        + [source.text_field, source.id_field, source.url_field]
+        source.name: [
+            *[input_format(path, source) for path, owner in files if owner == source.name][:1],
+            source.text_field,
+            source.id_field,
+            source.url_field,
+        ]
         for source in config.sources
     }
     stages = []

@@ -131,7 +131,7 @@ def write_parts(
 def _read_back(out: Path) -> tuple[int, Counter]:
     """Kept rows and rejected rows by stage, counted from the files on disk, not from what was sent."""
     kept = sum(pq.ParquetFile(p).metadata.num_rows for p in sorted((out / "docs").glob("*.parquet")))
-    rejected = Counter()
+    rejected: Counter[str] = Counter()
     for path in sorted((out / "rejects").glob("*.parquet")):
         rejected.update(pq.read_table(path, columns=["stage"])["stage"].to_pylist())
     return kept, rejected
@@ -154,7 +154,9 @@ def manifest(
     `records_read` comes from the filter pass's output, while documents and kept/rejected come from
     finalize and from the files on disk, so a row lost in between shows up as a failed check.
     """
-    not_documents, by_stage, by_reason = Counter(), Counter(), Counter()
+    not_documents: Counter[str] = Counter()
+    by_stage: Counter[str] = Counter()
+    by_reason: Counter[str] = Counter()
     documents = kept = 0
     parts = []
     for file_index, records, text in zip(*(part_counts[c].to_pylist() for c in COUNT_SCHEMA.names)):
@@ -259,7 +261,7 @@ def _raise_on_failed(out: Path, checks: dict, what: str) -> None:
 
 def _versions() -> dict:
     names = ["crawlbelt", "ray", "pyarrow", "warcio", "trafilatura", "fasttext-predict", "numpy", "numba", "tokenizers"]
-    versions = {"python": platform.python_version()}
+    versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in names:
         try:
             versions[name] = metadata.version(name)

@@ -97,11 +97,11 @@ def read_samples(folder: Path) -> dict[str, list[dict]]:
 
     Rejects' `text` may be the full text: it is read only from the row groups that hold a sample.
     """
-    samples = defaultdict(list)
+    samples: defaultdict[str, list[dict]] = defaultdict(list)
     for path in sorted(folder.glob("*.parquet")):
         parquet = pq.ParquetFile(path)
         for group in range(parquet.num_row_groups):
-            picks = defaultdict(list)  # rule -> its sample rows in this row group
+            picks: defaultdict[str, list[int]] = defaultdict(list)  # rule -> its sample rows in this row group
             for row, reason in enumerate(parquet.read_row_group(group, columns=["reason"])["reason"].to_pylist()):
                 for rule in _rules(reason):
                     if len(samples[rule]) + len(picks[rule]) < SAMPLES_PER_RULE:
@@ -153,7 +153,7 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str,
     )
 
 
-def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+def _table(header: list[str], rows: list[list], numeric: set[int] | frozenset[int] = frozenset()) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header) if any(header) else ""
     body = "".join(
         "<tr>"
@@ -227,7 +227,7 @@ def _rules(reason: str) -> list[str]:
 
 def _rule_counts(by_reason: dict[str, int]) -> Counter:
     """A document breaking several rules of a stage counts once for each rule."""
-    rules = Counter()
+    rules: Counter[str] = Counter()
     for reason, n in by_reason.items():
         for rule in _rules(reason):
             rules[rule] += n
@@ -257,7 +257,7 @@ def _languages(docs: pa.Table, by_reason: dict[str, int]) -> str:
 
 def _quality(docs: pa.Table) -> str:
     scores = np.array([s for s in docs["quality_score"].to_pylist() if s is not None], float)
-    counts, edges = np.histogram(scores, bins=20) if len(scores) else ([], [0.0])
+    counts, edges = np.histogram(scores, bins=20) if len(scores) else (np.zeros(0), np.zeros(1))
     chart = svg.histogram(
         f"Quality score of kept documents ({len(scores):,})",
         [float(e) for e in edges],
@@ -269,7 +269,7 @@ def _quality(docs: pa.Table) -> str:
 
 def _duplicates(rejects: pa.Table) -> str:
     """Cluster size = the kept document plus its duplicates, by the stage that found them."""
-    clusters = {"exact_dedup": Counter(), "near_dedup": Counter()}
+    clusters: dict[str, Counter[str]] = {"exact_dedup": Counter(), "near_dedup": Counter()}
     for stage, dup_of in zip(rejects["stage"].to_pylist(), rejects["dup_of"].to_pylist()):
         if dup_of is not None and stage in clusters:
             clusters[stage][dup_of] += 1
@@ -318,7 +318,8 @@ def _cut(text: str | None) -> str | None:
 def _domains(docs: pa.Table, rejects: pa.Table) -> str:
     """Documents read (kept + rejected) per registered domain, the most read first."""
     kept = Counter(map(registered_domain, docs["url"].to_pylist()))
-    rejected, rules = Counter(), defaultdict(Counter)
+    rejected: Counter[str] = Counter()
+    rules: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for url, reason in zip(rejects["url"].to_pylist(), rejects["reason"].to_pylist()):
         domain = registered_domain(url)
         rejected[domain] += 1

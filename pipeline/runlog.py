@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import textwrap
 import traceback
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
@@ -27,12 +29,14 @@ class RunLog(logging.Handler):
     """A logging handler, while the run goes on (`with RunLog(config):`), for the loggers above. Lines logged
     before the output folder may be written (Ray starting, the resource check) wait until `open`."""
 
-    def __init__(self, config):
+    lock: threading.RLock  # made by Handler.__init__ (typeshed allows None: a handler without createLock)
+
+    def __init__(self, config) -> None:
         super().__init__()
         # Not the handler's formatter: ray.init sets that of every handler of the "ray" logger.
         self.layout = logging.Formatter("%(levelname)s %(name)s: %(message)s")
         self.path: Path | None = None
-        self.file = None
+        self.file: TextIO | None = None
         self.waiting: list[str] = []
         resolved = yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True)
         self.write(datetime.now(), "INFO crawlbelt: config (resolved):\n" + textwrap.indent(resolved, "  "))
@@ -80,6 +84,7 @@ class RunLog(logging.Handler):
     def move(self, path: Path) -> None:
         """Move the file to `path` on the same file system; the open file moves with its name, so later lines
         go on into it."""
+        assert self.path is not None, "move before open"  # the belt opens the log before it moves it
         with self.lock:
             os.replace(self.path, path)
             self.path = path

@@ -75,6 +75,7 @@ def _rules(stage_class, section: str):
 
 def scorer(settings, name: str = "classifier", column: str = "quality_score"):
     """A classifier's scoring stage (ClassifierConfig-shaped settings), or None for kind none."""
+    model: NaiveBayes | FastTextClassifier
     if settings.kind == "naive_bayes":
         model = NaiveBayes.from_files(settings.good_examples, settings.bad_examples)
     elif settings.kind == "fasttext":
@@ -218,6 +219,7 @@ def _stage(entry, config) -> Stage:
     """A `stages:` entry as a Stage (config validation has checked each entry: config._stage_entry)."""
     if isinstance(entry, str):
         spec = DOCUMENT_STAGES[entry]
+        assert spec.build is not None  # every document stage has one
         return Stage(spec, spec.build(config), {"stage": entry})
     if "scorer" in entry:
         spec = scorer_spec(entry["scorer"])
@@ -269,7 +271,7 @@ def probe_batch() -> pa.Table:
     from stages.warc_read import DOCUMENT_SCHEMA
 
     texts = ["A probe document of crawlbelt: is the stage ready?", "Another one, with a second line.\nThe end."]
-    rows = {name: [None, None] for name in DOCUMENT_SCHEMA.names}
+    rows: dict[str, list] = {name: [None, None] for name in DOCUMENT_SCHEMA.names}
     rows.update(
         order=[0, 1],
         id=["probe-0", "probe-1"],

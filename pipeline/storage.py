@@ -33,7 +33,7 @@ def is_s3(uri: str) -> bool:
 
 def s3_filesystem(settings) -> pafs.S3FileSystem:
     """An S3 client from the config's `storage` settings (None values: pyarrow reads the environment)."""
-    options = {}
+    options: dict[str, str] = {}
     endpoint = settings.endpoint or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         scheme, _, host = endpoint.rpartition("://")

@@ -49,7 +49,7 @@ def hbars(
         parts.append(
             f'<text x="{label_width - 6}" y="{y + per_row / 2 + 3:.0f}" text-anchor="end" {FONT}>{escape(label)}</text>'
         )
-        x = label_width
+        x: float = label_width
         for i, name in enumerate(names):
             value = series[name][row]
             w = bar_area * value / top

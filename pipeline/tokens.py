@@ -61,14 +61,14 @@ def curated_files(config: Config, out: Path, files: list[tuple[str, str]]) -> li
         if source.curated:
             found += [(path, source.name) for path in source.files]
     result, first = [], 0
-    for path, source in found:
+    for path, owner in found:
         metadata = parquet_file(path, config.storage).metadata
         stored = sum(
             metadata.row_group(i).column(j).total_compressed_size
             for i in range(metadata.num_row_groups)
             for j in range(metadata.num_columns)
         )
-        result.append(CuratedFile(path, source, first, metadata.num_rows, stored))
+        result.append(CuratedFile(path, owner, first, metadata.num_rows, stored))
         first += metadata.num_rows
     return result
 
@@ -173,11 +173,11 @@ class PackFile:
             lengths = np.fromiter(map(len, pieces), np.int64, count=len(pieces))
             piece_offsets = np.zeros(len(pieces) + 1, np.int64)
             np.cumsum(lengths, out=piece_offsets[1:])
-            positions = np.array(positions, np.int64)
+            position_array = np.array(positions, np.int64)
             yield pa.table(
                 {
-                    "shard": pa.array(positions // self.per_shard),
-                    "position": pa.array(positions),
+                    "shard": pa.array(position_array // self.per_shard),
+                    "position": pa.array(position_array),
                     "offset": pa.array(np.array(starts, np.int64)),
                     "source_id": pa.array(np.array(sources, np.int64)),
                     "tokens": pa.LargeListArray.from_arrays(
@@ -248,7 +248,8 @@ def raise_write_error(shard_counts: pa.Table) -> None:
 def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     """Tokenizer, mixture and shards; returns the manifest's `mixture` and `tokens` sections, the seconds
     of each step, and the checks that the shards hold what was drawn."""
-    seconds, warnings = {}, []
+    seconds: dict[str, float] = {}
+    warnings: list[str] = []
     names = [s.name for s in config.sources]
     seq_tokens = config.packing.seq_len + 1
     pad = config.packing.remainder == "pad"
@@ -294,7 +295,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
 
     # Pack: sequences numbered source by source, shuffled to their written positions, written by shard.
     with _timed(seconds, "pack"):
-        total, shard_counts = _pack(config, out, mixture, tokenizer, file_of, encoded_files, seq_tokens, pad)
+        total, shard_counts = _pack(config, out, mixture, tokenizer, file_of, encoded_files, seq_tokens)
         shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
     tokens_written, padding = _written(shard_counts, names)
     shard_rows = [
@@ -377,6 +378,7 @@ def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad
     encoder = DocumentEncoder(tokenizer_json, config.tokenizer.engine)
     vocab_size = encoder.plain.get_vocab_size()
     eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
+    assert eos_id is not None  # config validation checks a given tokenizer; a trained one has it as a special
     pad_id = encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None
     pad_id = eos_id if pad and pad_id is None else pad_id
     return Tokenizer(
@@ -422,7 +424,6 @@ def _pack(
     file_of: np.ndarray,
     encoded_files: list[str],
     seq_tokens: int,
-    pad: bool,
 ) -> tuple[int, pa.Table]:
     """The drawn documents cut into sequences, shuffled and written as shards; the number of sequences and
     each shard's counts (SHARD_SCHEMA)."""
@@ -448,7 +449,7 @@ def _pack(
         out=str(out),
         names=[s.name for s in config.sources],
         seq_tokens=seq_tokens,
-        fill=tokenizer.pad_id if pad else tokenizer.eos_id,
+        fill=tokenizer.eos_id if tokenizer.pad_id is None else tokenizer.pad_id,
         per_shard=per_shard,
         total=total,
     )

@@ -254,16 +254,16 @@ def signatures_benchmark(n_docs: int = 2000, words_per_doc: int = 2000) -> dict:
         b[start : start + span] = rng.choice(len(vocab), span, p=p)
         pairs.append((" ".join(vocab[a]), " ".join(vocab[b]), jaccard(a, b)))
     ours = MinHasher(128).signatures([x for pair in pairs for x in pair[:2]])
-    errors = {"crawlbelt": [], "datasketch": [], "rensa": []}
-    for i, (a, b, truth) in enumerate(pairs):
+    errors: dict[str, list[float]] = {"crawlbelt": [], "datasketch": [], "rensa": []}
+    for i, (text_a, text_b, truth) in enumerate(pairs):
         errors["crawlbelt"].append(np.mean(ours[2 * i] == ours[2 * i + 1]) - truth)
         ma, mb = datasketch.MinHash(num_perm=128), datasketch.MinHash(num_perm=128)
-        ma.update_batch([s.encode() for s in shingle_strings(a)])
-        mb.update_batch([s.encode() for s in shingle_strings(b)])
+        ma.update_batch([s.encode() for s in shingle_strings(text_a)])
+        mb.update_batch([s.encode() for s in shingle_strings(text_b)])
         errors["datasketch"].append(ma.jaccard(mb) - truth)
         ra, rb = rensa.RMinHash(128, 1), rensa.RMinHash(128, 1)
-        ra.update(shingle_strings(a))
-        rb.update(shingle_strings(b))
+        ra.update(shingle_strings(text_a))
+        rb.update(shingle_strings(text_b))
         errors["rensa"].append(ra.jaccard(rb) - truth)
     return {
         "docs_per_cpu_second_2000_words": {k: round(v) for k, v in results.items()},

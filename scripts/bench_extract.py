@@ -83,7 +83,8 @@ def load_pages(root: Path, limit: int | None) -> list[dict]:
     """Every page with ground truth, read and decoded as the pipeline does; `limit` pages per dataset."""
     with open(root / "ground_truth.jsonl", encoding="utf-8") as handle:
         truth = {record["warc_record_id"]: record for record in map(json.loads, handle)}
-    pages, per_dataset = [], Counter()
+    pages: list[dict] = []
+    per_dataset: Counter[str] = Counter()
     max_bytes = Extract().max_html_bytes
     for index, path in enumerate(sorted((root / "warc").glob("*.warc.gz"))):
         dataset = path.name.rsplit("-", 1)[0]
@@ -94,7 +95,7 @@ def load_pages(root: Path, limit: int | None) -> list[dict]:
                     continue
                 per_dataset[dataset] += 1
                 html = None
-                if row["stage"] is None and row["html"] and len(row["html"]) <= max_bytes:
+                if row["stage"] is None and row["html"] and (max_bytes is None or len(row["html"]) <= max_bytes):
                     html, _ = decode_html(row["html"], row["http_charset"])
                 pages.append(
                     dict(
@@ -123,7 +124,9 @@ def run(method: str, pages: list[dict]) -> dict:
     stage.load()
     warm = next(page["html"] for page in pages if page["html"])
     stage.extract_decoded(warm)  # trafilatura's first call loads more than later ones need
-    cpu, reasons, scores, snippet_right, snippet_all = 0.0, Counter(), {}, 0, 0
+    reasons: Counter[str | None] = Counter()  # None: extracted
+    scores: dict[str, list] = {}
+    cpu, snippet_right, snippet_all = 0.0, 0, 0
     for page in pages:
         text = None
         if page["html"] is not None:

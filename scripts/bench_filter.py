@@ -146,8 +146,8 @@ def run_ours(
         ["read"] + [stage.name for stage in stages] + (["dedup_normalize", "exact_keys", "minhash"] if hashing else [])
     )
     seconds = dict.fromkeys(names, 0.0)
-    rows_in = Counter()
-    verdicts = Counter()
+    rows_in: Counter[str] = Counter()
+    verdicts: Counter[str] = Counter()
     records = documents = survivors = batches = 0
     dump_s = 0.0
     writer = None
@@ -205,6 +205,7 @@ def run_ours(
     wall_s = time.perf_counter() - wall
     if profiler is not None:
         profiler.disable()
+        assert profile is not None  # a profiler is made only for a profile file
         profiler.dump_stats(profile)
     if writer is not None:
         writer.close()

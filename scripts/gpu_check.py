@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import traceback
+from typing import Any
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +128,9 @@ def checkpoint_roundtrip() -> dict:
         moved = F.cross_entropy(model(probe[0]).float().flatten(0, 1), probe[1].flatten()).item()
     synchronize()
     started = time.perf_counter()
-    checkpoints.load(checkpoints.latest(), model, optimizer)
+    latest = checkpoints.latest()
+    assert latest is not None  # saved above
+    checkpoints.load(latest, model, optimizer)
     synchronize()
     load_s = time.perf_counter() - started
     with torch.no_grad():
@@ -232,7 +235,13 @@ def main() -> int:
     dist.init_process_group("gloo" if SMOKE else "cpu:gloo,cuda:nccl", rank=0, world_size=1)
     name = torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu (smoke test)"
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in name), 989.0)
-    report = {"device": name, "torch": torch.__version__, "peak_tflops": peak, "seq_len": SEQ_LEN, "vocab": VOCAB}
+    report: dict[str, Any] = {
+        "device": name,
+        "torch": torch.__version__,
+        "peak_tflops": peak,
+        "seq_len": SEQ_LEN,
+        "vocab": VOCAB,
+    }
     ok = True
     for part, run in [
         ("throughput_125m", lambda: throughput("125m", peak)),

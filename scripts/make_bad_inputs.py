@@ -25,6 +25,7 @@ import struct
 import sys
 import zlib
 from pathlib import Path
+from collections.abc import Sequence
 
 import brotli
 from backports import zstd
@@ -55,7 +56,7 @@ def http_block(
     body: bytes,
     content_type: str = "text/html; charset=utf-8",
     status: str = "200 OK",
-    extra: list[tuple[str, str]] = (),
+    extra: Sequence[tuple[str, str]] = (),
     length: bool = True,
 ) -> bytes:
     headers = [("Content-Type", content_type), *extra]
@@ -254,7 +255,10 @@ def flip(data: bytes, at: int, count: int) -> bytes:
 
 def zstd_frame(record: bytes, dictionary: zstd.ZstdDict | None = None) -> bytes:
     # a checksum in every frame, as the zstd command line writes it: damage in a frame cannot go unseen
-    options = {zstd.CompressionParameter.compression_level: 3, zstd.CompressionParameter.checksum_flag: 1}
+    options: dict[int, int] = {
+        zstd.CompressionParameter.compression_level: 3,
+        zstd.CompressionParameter.checksum_flag: 1,
+    }
     return zstd.compress(record, options=options, zstd_dict=dictionary)
 
 
@@ -370,8 +374,8 @@ def big_files(out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     huge = page("<p>".join([GOOD_TEXT] * (50_000_000 // len(GOOD_TEXT)))).encode()
     (out / "html_50mb.warc").write_bytes(around(response(huge)))
-    zeros = zlib.compressobj(9, zlib.DEFLATED, 31)
-    bomb = b"".join(zeros.compress(bytes(1 << 20)) for _ in range(1024)) + zeros.flush()
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join(deflate.compress(bytes(1 << 20)) for _ in range(1024)) + deflate.flush()
     (out / "decompression_bomb.warc").write_bytes(around(response(bomb, extra=[("Content-Encoding", "gzip")])))
     zeros = bytes(1 << 30)
     (out / "brotli_bomb.warc").write_bytes(

@@ -34,6 +34,8 @@ import zlib
 from collections import Counter
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
+from typing import Any
+from collections.abc import Sequence
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -819,7 +821,7 @@ había sido un lujo de reyes terminó al alcance de casi todo el mundo.
 # --------------------------------------------------------------------------------------------
 # Sites (boilerplate around the article)
 # --------------------------------------------------------------------------------------------
-SITES = {
+SITES: dict[str, dict[str, Any]] = {
     "fieldnotebook": dict(
         host="www.fieldnotebook.example",
         name="The Field Notebook",
@@ -1048,7 +1050,7 @@ def render_html(
     body_html: str,
     *,
     charset: str = "utf-8",
-    related: list[tuple[str, str]] = (),
+    related: Sequence[tuple[str, str]] = (),
     breadcrumb: str | None = None,
 ) -> str:
     """A full page: head with inline style and script, header nav, main content, aside, footer."""

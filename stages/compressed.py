@@ -100,7 +100,7 @@ class ZstdFrames:
         self._handle = handle
         self._dictionary = dictionary
         self._next_frame = start  # compressed offset of the next frame (of the current one while it starts)
-        self._decompressor = None
+        self._decompressor: zstd.ZstdDecompressor | None = None
         self._pending = b""  # compressed bytes read for the current frame, not yet fed to it
         self._fed = 0  # compressed bytes fed to the current frame's decompressor
         self._frames: list[tuple[int, int]] = []  # (decompressed start, compressed start), in order
@@ -150,6 +150,7 @@ class ZstdFrames:
     def _decompress(self, size: int) -> bytes:
         """Up to `size` bytes of the current frame (b"" only at its end or on a problem)."""
         decompressor = self._decompressor
+        assert decompressor is not None  # read() starts a frame first
         frame = self._frames[-1][1]
         try:
             while True:

@@ -104,11 +104,11 @@ def decode_html(payload: bytes, http_charset: str | None) -> tuple[str, str]:
     if utf8 is not None and not payload.isascii():
         return utf8, "utf-8"
 
-    declared = [_codec(http_charset)]
+    labels = [_codec(http_charset)]
     match = _META_CHARSET.search(payload[:4096])
     if match:
-        declared.append(_codec(match.group(1).decode("ascii", "ignore")))
-    declared = [codec for codec in dict.fromkeys(declared) if codec is not None]
+        labels.append(_codec(match.group(1).decode("ascii", "ignore")))
+    declared = [codec for codec in dict.fromkeys(labels) if codec is not None]
     for codec in declared:
         text = _strict(payload, codec)
         if text is not None:
@@ -132,9 +132,9 @@ def decode_html(payload: bytes, http_charset: str | None) -> tuple[str, str]:
     from charset_normalizer import from_bytes  # imported here: only a few pages get this far
 
     best = from_bytes(payload).best()
-    codec = _codec(best.encoding) if best is not None else None
-    if codec is not None:
-        return payload.decode(codec, errors="replace"), codec
+    guessed = _codec(best.encoding) if best is not None else None
+    if guessed is not None:
+        return payload.decode(guessed, errors="replace"), guessed
 
     return text, "utf-8"
 

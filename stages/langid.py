@@ -31,7 +31,7 @@ def stopword_language(text: str) -> tuple[str, float]:
     if not words:
         return "unknown", 0.0
     shares = {lang: sum(w in stops for w in words) / len(words) for lang, stops in STOP_WORDS.items()}
-    best = max(shares, key=shares.get)  # ties go to the first language in STOP_WORDS
+    best = max(shares, key=shares.__getitem__)  # ties go to the first language in STOP_WORDS
     if shares[best] < MIN_STOP_WORD_SHARE:
         return "unknown", shares[best]
     return best, shares[best]

@@ -144,7 +144,7 @@ def gopher_repetition_batch(
     present = [i for i, text in enumerate(texts) if text]
     if present and (top_ngram_char_fracs or dup_ngram_char_fracs):
         top, dup = _ngram_fractions(
-            [texts[i] for i in present], {n for n, _ in top_ngram_char_fracs}, {n for n, _ in dup_ngram_char_fracs}
+            [text for text in texts if text], {n for n, _ in top_ngram_char_fracs}, {n for n, _ in dup_ngram_char_fracs}
         )
         for row, i in enumerate(present):
             for n, limit in top_ngram_char_fracs:
@@ -171,18 +171,20 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
     counts. Few positions survive past the first levels, so the sorts stay small. Fractions are divisions
     of exact integers, as in a per-text count.
     """
-    ids, lengths, sizes = [], [], []
+    id_parts: list[np.ndarray] = []
+    length_parts: list[np.ndarray] = []
+    sizes: list[int] = []
     n_words = 0
     for text in texts:
         words = text.split()
         # Each spelling's id: the position of its last occurrence in the batch (any id unique to the text and
         # the spelling would do; this one is built in C).
         last = dict(zip(words, range(n_words, n_words + len(words))))
-        ids.append(np.fromiter(map(last.__getitem__, words), np.int64, len(words)))
-        lengths.append(np.fromiter(map(len, words), np.int64, len(words)))
+        id_parts.append(np.fromiter(map(last.__getitem__, words), np.int64, len(words)))
+        length_parts.append(np.fromiter(map(len, words), np.int64, len(words)))
         sizes.append(len(words))
         n_words += len(words)
-    ids, lengths = np.concatenate(ids), np.concatenate(lengths)
+    ids, lengths = np.concatenate(id_parts), np.concatenate(length_parts)
     doc = np.repeat(np.arange(len(texts)), sizes)
     base = n_words  # every id is below it
     starts = np.cumsum([0] + sizes[:-1])
@@ -192,9 +194,8 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
     dup = {n: [0.0] * len(texts) for n in dup_sizes}
 
     positions = np.arange(n_words)  # where the current level's n-grams start (those that may repeat)
-    numbers = ids  # their numbers: equal numbers, equal n-grams
+    numbers: np.ndarray = ids  # their numbers: equal numbers, equal n-grams
     counts = np.bincount(ids, minlength=n_words)[ids]  # how often each one occurs
-    first = None
     for n in range(1, max(top_sizes | dup_sizes, default=0) + 1):
         if n > 1:
             keep = counts >= 2

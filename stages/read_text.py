@@ -140,6 +140,7 @@ def _jsonl_rows(path: str, limit: int, open_file: Callable[[str], BinaryIO], fie
     with handle:
         head = handle.read(4)
         handle.seek(0)
+        stream: BinaryIO | gzip.GzipFile | zstd.ZstdFile
         if head.startswith(b"\x1f\x8b"):
             kind, stream = "gzip", gzip.GzipFile(fileobj=handle)
         elif is_zstd_file(head):
@@ -152,7 +153,7 @@ def _jsonl_rows(path: str, limit: int, open_file: Callable[[str], BinaryIO], fie
                 yield row
 
 
-def _lines(stream: BinaryIO, limit: int, kind: str) -> Iterator[_Line]:
+def _lines(stream: BinaryIO | gzip.GzipFile | zstd.ZstdFile, limit: int, kind: str) -> Iterator[_Line]:
     """The stream's lines, read a chunk at a time; a line's bytes are kept only while within `limit`."""
     start, number, size = 0, 1, 0  # the current line's offset, number and length so far
     held = bytearray()
@@ -264,7 +265,9 @@ def _parquet_rows(
             return
         # the column each role reads, when the file has it
         wanted = {"text": fields.text, "id": fields.id, "url": fields.url, "date": "date"}
-        columns = {role: name for role, name in wanted.items() if name in parquet.schema_arrow.names}
+        columns = {
+            role: name for role, name in wanted.items() if name is not None and name in parquet.schema_arrow.names
+        }
         offset = 0
         try:
             for batch in parquet.iter_batches(batch_size=batch_size, columns=sorted(set(columns.values()))):

@@ -84,7 +84,7 @@ def as_tiktoken(tokenizer: Tokenizer) -> tuple[tiktoken.Encoding | None, str]:
     vocab = {token: i for token, i in model["vocab"].items() if token not in {t["content"] for t in added}}
     if not all(c in byte_of for token in vocab for c in token) or not all(c in vocab for c in byte_of):
         return None, "its vocabulary is not byte-level"
-    made_at = {}
+    made_at: dict[str, int] = {}  # token -> the rank of the merge that makes it
     for rank, merge in enumerate(model["merges"]):
         left, right = merge.split(" ") if isinstance(merge, str) else merge
         if left + right in made_at:
@@ -92,7 +92,7 @@ def as_tiktoken(tokenizer: Tokenizer) -> tuple[tiktoken.Encoding | None, str]:
         if left + right not in vocab or made_at.get(left, -1) >= rank or made_at.get(right, -1) >= rank:
             return None, "its merges do not build on one another in order"
         made_at[left + right] = rank
-    ranked = sorted(made_at, key=made_at.get)
+    ranked = sorted(made_at, key=made_at.__getitem__)
     if any(vocab[a] >= vocab[b] for a, b in zip(ranked, ranked[1:])):
         return None, "its ids do not rise with the merge order"
     bpe = tokenizer.model
@@ -130,12 +130,12 @@ class DocumentEncoder:
 
     def __call__(self, texts: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
         """(tokens per text, all ids concatenated); a missing text counts as empty."""
-        texts = [t or "" for t in texts]
+        strings = [t or "" for t in texts]
         if self.fast:
-            return self._flat([self.fast.encode_ordinary(t) for t in texts])
-        lengths, values = self._flat([e.ids for e in self.plain.encode_batch_fast(texts, add_special_tokens=False)])
+            return self._flat([self.fast.encode_ordinary(t) for t in strings])
+        lengths, values = self._flat([e.ids for e in self.plain.encode_batch_fast(strings, add_special_tokens=False)])
         if np.isin(values, self.special_ids).any():
-            return self._flat([e.ids for e in self.literal.encode_batch_fast(texts, add_special_tokens=False)])
+            return self._flat([e.ids for e in self.literal.encode_batch_fast(strings, add_special_tokens=False)])
         return lengths, values
 
     def _flat(self, ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

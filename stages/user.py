@@ -150,7 +150,7 @@ class UserStage:
         return columns, *self._with_threshold(columns, reasons, details)
 
     def _row_by_row(self, run, alive: pa.Table):
-        columns = {column: [] for column in self.adds}
+        columns: dict[str, list] = {column: [] for column in self.adds}
         reasons, details = [], []
         for i in range(alive.num_rows):
             try:

@@ -156,6 +156,7 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
     with handle:
         head = handle.read(4)
         kind = "zstd" if is_zstd_file(head) else "gzip" if head.startswith(_GZIP_MAGIC[:2]) else "plain"
+        start: int | None  # where the next records begin; None: no more to read
         dictionary, start = None, 0
         if kind == "zstd":
             dictionary, start, problem = read_dictionary(handle)

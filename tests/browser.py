@@ -35,9 +35,11 @@ def chromium() -> str | None:
 
 def load(urls: list[str], timeout: float = 60) -> list[dict]:
     """For each url: {"title", "images": [{alt, complete, width, height, shown}], "errors": [text]}."""
+    executable = chromium()
+    assert executable is not None  # callers skip without Chromium
     with tempfile.TemporaryDirectory() as profile:
         process = subprocess.Popen(
-            [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+            [executable, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

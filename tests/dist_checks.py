@@ -12,6 +12,7 @@ import sys
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from torch.distributed.tensor import DTensor
 
 from pipeline.train import distributed
 from pipeline.train.model import ModelArgs, Transformer
@@ -30,12 +31,23 @@ def my_slice(tensor, rank, world):
     return tensor[rank * per_worker : (rank + 1) * per_worker]
 
 
+def sharded(tensor: torch.Tensor | None) -> DTensor:
+    """A parameter or gradient of the sharded model: FSDP2 makes each a DTensor."""
+    assert isinstance(tensor, DTensor), type(tensor)
+    return tensor
+
+
+def grad(parameter: torch.Tensor) -> torch.Tensor:
+    assert parameter.grad is not None  # after backward()
+    return parameter.grad
+
+
 def check_precision(rank, world) -> dict:
     """Which dtypes the parameters, activations, gradients and Adam's moments have under the bf16 policy."""
     torch.manual_seed(0)
     model = distributed.shard_model(Transformer(ARGS), "bf16")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    seen = {"weights": set(), "activations": set()}
+    seen: dict[str, set[str]] = {"weights": set(), "activations": set()}
 
     def record(module, inputs, output):
         seen["weights"].add(str(module.weight.dtype))
@@ -51,14 +63,14 @@ def check_precision(rank, world) -> dict:
     params = list(model.parameters())
     moments = [t for p in params for t in optimizer.state[p].values() if t.dim() > 0]
     # Master weights that are really fp32: after an update they hold values that bf16 cannot represent.
-    beyond_bf16 = any((p.to_local() != p.to_local().bfloat16().float()).any().item() for p in params)
+    beyond_bf16 = any((sharded(p).to_local() != sharded(p).to_local().bfloat16().float()).any().item() for p in params)
     return {
         "master_dtypes": sorted({str(p.dtype) for p in params}),
         "optimizer_params_are_master": all(
             any(q is p for q in params) for g in optimizer.param_groups for p in g["params"]
         ),
         "moment_dtypes": sorted({str(t.dtype) for t in moments}),
-        "grad_dtypes": sorted({str(p.grad.dtype) for p in params}),
+        "grad_dtypes": sorted({str(grad(p).dtype) for p in params}),
         "compute_weight_dtypes": sorted(seen["weights"]),
         "activation_dtypes": sorted(seen["activations"]),
         "logits_dtype": str(logits.dtype),
@@ -81,7 +93,7 @@ def check_grad_norm(rank, world) -> dict:
 
     # The reference: every rank computes the whole batch's mean loss on the unsharded model.
     F.cross_entropy(reference(inputs).flatten(0, 1), targets.flatten(), reduction="sum").div(n_tokens).backward()
-    full_grads = [p.grad for p in reference.parameters()]
+    full_grads = [grad(p) for p in reference.parameters()]
     reference_norm = norm64(full_grads)
 
     # The sharded model: each rank its slice, scaled the way the training loop scales it.
@@ -89,15 +101,15 @@ def check_grad_norm(rank, world) -> dict:
     loss_sum = F.cross_entropy(logits.flatten(0, 1), my_slice(targets, rank, world).flatten(), reduction="sum")
     (loss_sum * world / n_tokens).backward()
     params = list(model.parameters())
-    local_only = torch.linalg.vector_norm(torch.cat([p.grad.to_local().flatten() for p in params])).item()
+    local_only = torch.linalg.vector_norm(torch.cat([sharded(p.grad).to_local().flatten() for p in params])).item()
     sharded_norm = distributed.total_grad_norm(params).item()
-    gathered = [p.grad.full_tensor() for p in params]
+    gathered = [sharded(p.grad).full_tensor() for p in params]
     gathered_error = max((a - b).abs().max().item() for a, b in zip(gathered, full_grads))
     gathered_norm = norm64(gathered)
 
     max_norm = reference_norm / 2
     returned = distributed.clip_grad_norm_(params, max_norm)
-    clipped = [p.grad.full_tensor() for p in params]
+    clipped = [sharded(p.grad).full_tensor() for p in params]
     clipped_norm = norm64(clipped)
     direction_error = max((c - g * (max_norm / reference_norm)).abs().max().item() for c, g in zip(clipped, full_grads))
     return {

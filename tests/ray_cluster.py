@@ -50,7 +50,8 @@ class LocalCluster:
         # rather than the machine's /tmp/ray, where every other Ray of the machine would find it. Short: Ray's
         # unix socket paths must stay under about 100 characters.
         self.temp_dir = tempfile.mkdtemp(prefix="cb-ray-", dir="/tmp")
-        self.head = self.worker = None
+        self.head: subprocess.Popen | None = None
+        self.worker: subprocess.Popen | None = None
         self.log = Path(self.temp_dir) / "ray-start.log"
         self.address_file = Path(self.temp_dir) / "ray" / "ray_current_cluster"
 

@@ -41,7 +41,7 @@ def html_page(text: str, head: str = "") -> str:
 def docs(pages, charsets=None) -> pa.Table:
     """A batch as read_warc gives it: alive rows with `html` and `http_charset`."""
     n = len(pages)
-    columns = {name: [None] * n for name in DOCUMENT_SCHEMA.names}
+    columns: dict[str, list] = {name: [None] * n for name in DOCUMENT_SCHEMA.names}
     columns.update(
         order=list(range(n)),
         id=[f"doc-{i}" for i in range(n)],

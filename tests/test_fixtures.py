@@ -80,7 +80,7 @@ def test_expected_json_is_consistent(expected: dict):
     assert {r["kind"] for r in records} == KINDS
     counts = Counter(r["kind"] for r in records)
     assert expected["summary"] == {k: counts.get(k, 0) for k in KINDS}
-    by_url = {}
+    by_url: dict[str, dict] = {}
     for r in records:
         if r["record_type"] == "response":
             by_url.setdefault(r["url"], r)
@@ -148,7 +148,7 @@ def test_corrupted_member_does_not_inflate(expected: dict):
 class _ArticleText(HTMLParser):
     """The <h1> and <p> texts inside <article>, the fixture's definition of article text."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.in_article = False
         self.current: list[str] | None = None

@@ -29,7 +29,9 @@ if os.geteuid() != 0:
 def readme_commands() -> list[str]:
     """The block's command lines, a line ending in a backslash joined with the next."""
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text[text.index(HEADING) :], re.S).group(1)
+    match = re.search(r"```bash\n(.*?)```", text[text.index(HEADING) :], re.S)
+    assert match, f"README: no bash block under {HEADING}"
+    block = match.group(1)
     return re.split(r"(?<!\\)\n", block.strip())
 
 
@@ -61,10 +63,12 @@ class Shell:
     def run(self, command: str) -> tuple[int, str]:
         """The command's exit status and output. Its stdin is /dev/null, so that it cannot read the lines after it."""
         done = f"__done_{secrets.token_hex(4)}__"
-        self.process.stdin.write(f"{{ {command}\n}} </dev/null\necho {done} $?\n")
-        self.process.stdin.flush()
-        output = []
-        for line in self.process.stdout:
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin and stdout  # opened as pipes
+        stdin.write(f"{{ {command}\n}} </dev/null\necho {done} $?\n")
+        stdin.flush()
+        output: list[str] = []
+        for line in stdout:
             if line.startswith(done):
                 return int(line.split()[1]), "".join(output)
             output.append(line)

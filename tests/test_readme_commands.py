@@ -10,7 +10,9 @@ from helpers import ROOT
 
 def two_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text[text.index("## The two commands") :], re.S).group(1)
+    match = re.search(r"```bash\n(.*?)```", text[text.index("## The two commands") :], re.S)
+    assert match, "README: no bash block under ## The two commands"
+    block = match.group(1)
     return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
 
 

@@ -36,7 +36,9 @@ class Tables(HTMLParser):
 
     def __init__(self, page: str):
         super().__init__()
-        self.tables, self.summary, self.cell = [], None, None
+        self.tables: list[tuple[str | None, list[list[str]]]] = []
+        self.summary: str | None = None
+        self.cell: str | None = None
         self.feed(page)
 
     def handle_starttag(self, tag, attrs):

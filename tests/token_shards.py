@@ -21,6 +21,7 @@ from helpers import ROOT
 def fixture_articles() -> list[str]:
     """The clean English articles planted in the fixture crawl (scripts/make_fixtures.py)."""
     spec = importlib.util.spec_from_file_location("make_fixtures", ROOT / "scripts" / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return ["\n\n".join([title, *paragraphs]) for _, _, title, paragraphs in module.ARTICLES.values()]

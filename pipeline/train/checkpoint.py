@@ -17,6 +17,7 @@ import json
 import random
 import shutil
 import time
+from typing import Any
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -31,7 +32,9 @@ from pipeline.train.resume import complete_checkpoints
 
 def rng_states() -> dict:
     """Tensors, numbers and strings only, so that loading needs no unpickling (`weights_only=True`)."""
-    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    state = np.random.get_state(legacy=True)
+    assert isinstance(state, tuple)  # legacy: a tuple (a dict only for a bit generator other than MT19937)
+    kind, keys, position, has_gauss, gauss = state
     numpy_state = (kind, torch.from_numpy(keys.astype(np.int64)), int(position), int(has_gauss), float(gauss))
     states = {"torch": torch.get_rng_state(), "numpy": numpy_state, "python": random.getstate()}
     if torch.cuda.is_available():
@@ -86,7 +89,9 @@ class Checkpointer:
             dist.barrier()
         else:
             # async_save copies the tensors to CPU memory before it returns; the writing goes on in a thread.
-            self.pending = (dcp.async_save(tensors, checkpoint_id=str(tmp), process_group=self.group), tmp)
+            saving = dcp.async_save(tensors, checkpoint_id=str(tmp), process_group=self.group)
+            assert isinstance(saving, Future)  # an AsyncSaveResponse only with asynchronous staging (not the default)
+            self.pending = (saving, tmp)
         return time.perf_counter() - started
 
     def poll(self) -> None:
@@ -115,7 +120,7 @@ class Checkpointer:
     def load(self, path: Path, model, optimizer) -> dict:
         """Load model, optimizer and this rank's RNG states from `path`; returns its state.json."""
         model_state, optimizer_state = get_state_dict(model, optimizer)
-        tensors = {"model": model_state, "optimizer": optimizer_state}
+        tensors: dict[str, Any] = {"model": model_state, "optimizer": optimizer_state}
         dcp.load(tensors, checkpoint_id=str(path))
         set_state_dict(model, optimizer, model_state_dict=tensors["model"], optim_state_dict=tensors["optimizer"])
         rng = path / f"rng-rank{self.rank}.pt"

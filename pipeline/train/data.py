@@ -69,7 +69,8 @@ class TokenShards:
 
     def read(self, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Sequences start .. start + count - 1 of the stream: tokens (count, seq_len + 1) and lengths."""
-        tokens, lengths = [], []
+        tokens: list[np.ndarray] = []
+        lengths: list[int] = []
         while len(tokens) < count:
             where = self.position(start + len(tokens))
             shard_tokens, shard_lengths = self._shard(where["shard"])
@@ -89,8 +90,8 @@ class TokenShards:
         tokens, lengths = self.read(consumed + rank * per_worker, per_worker)
         if tokens.max() >= self.vocab_size:
             raise ValueError(f"token id {tokens.max()} is outside the vocabulary of {self.vocab_size}")
-        tokens = torch.from_numpy(tokens)
-        inputs, targets = tokens[:, :-1], tokens[:, 1:].clone()
+        sequences = torch.from_numpy(tokens)
+        inputs, targets = sequences[:, :-1], sequences[:, 1:].clone()
         # Target j is token j + 1, real only when j + 1 < length.
         targets[torch.arange(self.seq_len)[None, :] >= torch.from_numpy(lengths)[:, None] - 1] = IGNORE
         return inputs.contiguous(), targets

@@ -10,6 +10,8 @@ import torch.distributed as dist
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
+from pipeline.train.model import Transformer
+
 COMPUTE_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -26,7 +28,7 @@ def start(device_kind: str, device: torch.device | None = None) -> tuple[int, in
     return dist.get_rank(), dist.get_world_size(), device
 
 
-def shard_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
+def shard_model(model: Transformer, precision: str) -> Transformer:
     """FSDP2 as torchtitan applies it: each block its own unit, then the root (embeddings, norm, head).
 
     The sharded parameters stay fp32: they are the master weights the optimizer updates. Each unit

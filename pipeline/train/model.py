@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+
 # GPT-3's small and medium shapes; with a 50k vocabulary and tied embeddings about 124M and 360M parameters.
-SIZES = {
-    "125m": dict(dim=768, n_layers=12, n_heads=12),
-    "350m": dict(dim=1024, n_layers=24, n_heads=16),
+class Shape(TypedDict):
+    dim: int
+    n_layers: int
+    n_heads: int
+
+
+SIZES: dict[str, Shape] = {
+    "125m": Shape(dim=768, n_layers=12, n_heads=12),
+    "350m": Shape(dim=1024, n_layers=24, n_heads=16),
 }
 
 
@@ -41,7 +49,7 @@ def model_args(model_config, vocab_size: int, seq_len: int) -> ModelArgs:
     shape = (
         SIZES[model_config.size]
         if model_config.size
-        else dict(dim=model_config.dim, n_layers=model_config.n_layers, n_heads=model_config.n_heads)
+        else Shape(dim=model_config.dim, n_layers=model_config.n_layers, n_heads=model_config.n_heads)
     )
     return ModelArgs(
         vocab_size=vocab_size,
@@ -99,6 +107,7 @@ class Attention(nn.Module):
 class SwiGLU(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
+        assert args.ffn_dim is not None  # ModelArgs.__post_init__ fills it
         self.gate = nn.Linear(args.dim, args.ffn_dim, bias=False)
         self.up = nn.Linear(args.dim, args.ffn_dim, bias=False)
         self.down = nn.Linear(args.ffn_dim, args.dim, bias=False)

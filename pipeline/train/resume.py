@@ -30,11 +30,18 @@ def complete_checkpoints(folder: Path) -> list[Path]:
         if folder.exists()
         else []
     )
-    return sorted(found, key=lambda p: int(COMPLETE.match(p.name).group(1)))
+    return sorted(found, key=lambda p: _step(p.name))
+
+
+def _step(name: str) -> int:
+    match = COMPLETE.match(name)
+    assert match is not None  # complete_checkpoints keeps only names that match
+    return int(match.group(1))
 
 
 def check_resumable(train: TrainConfig) -> None:
     """ConfigError unless the run folder's newest complete checkpoint (if any) fits the shards and the model."""
+    assert train.data is not None  # set by config._check_train before it calls this
     folder = Path(train.data) / "train"
     found = complete_checkpoints(folder / "checkpoints")
     if not found:
