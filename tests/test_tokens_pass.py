@@ -85,7 +85,7 @@ def test_shuffle_and_a_given_tokenizer_keep_every_sequence(stream_run, tmp_path)
     given = out / "tokens" / "tokenizer.json"
     config = curated_config(
         tmp_path,
-        f"  - {{name: again, input: [{out}/docs/*.parquet]}}",
+        f"  - {{name: again, input: [{out}/docs/*.parquet], curated: true}}",
         (f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, sequences_per_shard: 30}}\n"),
     )
     shuffled = belt.run(load_config(str(config), output=str(tmp_path / "shuffled")))
@@ -161,7 +161,7 @@ def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_
     given.write_text(json.dumps(spec))
     config = curated_config(
         tmp_path,
-        f"  - {{name: quoted, input: [{tmp_path}/docs.parquet]}}",
+        f"  - {{name: quoted, input: [{tmp_path}/docs.parquet], curated: true}}",
         (f"tokenizer: {{path: {given}}}\npacking: {{seq_len: 64, remainder: pad, shuffle: false}}\n"),
     )
     with caplog.at_level(logging.INFO, logger="crawlbelt"):
