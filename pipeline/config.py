@@ -24,6 +24,7 @@ import yaml
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
+from stages.warc_read import DOCUMENT_SCHEMA
 
 
 class ConfigError(Exception):
@@ -813,25 +814,6 @@ def _check_select(config: Config, i: int) -> None:
 
 
 USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold")
-READ_COLUMNS = (
-    "order",
-    "id",
-    "url",
-    "source",
-    "file",
-    "offset",
-    "date",
-    "record_type",
-    "content_type",
-    "http_charset",
-    "html",
-    "stage",
-    "reason",
-    "detail",
-    "dup_of",
-    "text",
-    "charset",
-)  # warc_read's
 RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
 
 
@@ -857,7 +839,7 @@ def _check_stages(config: Config, base: Path) -> None:
         for column in stage.spec.adds:
             if column in columns:
                 raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which {columns[column]} adds too")
-            if column in READ_COLUMNS and name != "extract":
+            if column in DOCUMENT_SCHEMA.names and name != "extract":
                 raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which every row has already")
             columns[column] = key
     order = [entry if isinstance(entry, str) else None for entry in config.stages]
