@@ -126,7 +126,6 @@ def _belt(
         filter_seconds = filtering.run(config, files, work / "filtered")
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
-        engine.stop_if_interrupted()
         filtered = work / "filtered"
         log.info(
             "filter pass: %d records from %d files, %.1f s",
@@ -140,7 +139,6 @@ def _belt(
         verdicts, dedup_seconds = dedup.run(filtered, config.dedup, work)
         timings["dedup_pass"] = time.perf_counter() - t
         watch.progress()
-        engine.stop_if_interrupted()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
@@ -155,7 +153,6 @@ def _belt(
         )
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
-        engine.stop_if_interrupted()
     else:
         part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
 
@@ -186,7 +183,6 @@ def _belt(
     result = tokens.run(config, build, tokens.curated_files(config, build, files))
     timings["tokens_pass"] = time.perf_counter() - t
     watch.progress()
-    engine.stop_if_interrupted()
     manifest = finalize.add_tokens(build, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
 
     # Report: one self-contained page of plots.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -63,7 +62,6 @@ def start_ray(settings: RayConfig) -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled"
     logging.getLogger("ray.data.dataset").addFilter(_no_transient_cpu_warning)
-    _catch_ctrl_c()
     context = ray.data.DataContext.get_current()
     bars = settings.progress_bars
     context.enable_progress_bars = sys.stderr.isatty() if bars is None else bars
@@ -80,30 +78,6 @@ def _no_transient_cpu_warning(record: logging.LogRecord) -> bool:
     """Ray Data warns that the cluster has no available CPU when a pass starts a moment before the previous
     pass's tasks have given theirs back; check_resources already makes sure every pass's tasks fit a node."""
     return not record.getMessage().startswith("Warning: The Ray cluster currently does not have any available CPUs")
-
-
-_INTERRUPTED = threading.Event()
-
-
-def _catch_ctrl_c() -> None:
-    """Ctrl-C raises KeyboardInterrupt as usual, and is also noted: Ray can swallow the KeyboardInterrupt when it
-    lands inside its own code, and the belt then stops at the end of the pass (stop_if_interrupted)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
-        signal.SIG_IGN,
-        None,
-    ):
-        return
-
-    def on_ctrl_c(signum, frame):
-        _INTERRUPTED.set()
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, on_ctrl_c)
-
-
-def stop_if_interrupted() -> None:
-    if _INTERRUPTED.is_set():
-        raise KeyboardInterrupt
 
 
 def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: float = 2.0) -> None:

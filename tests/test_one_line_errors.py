@@ -118,8 +118,16 @@ def test_report_mistakes_are_one_line_and_write_nothing(finished_run, tmp_path, 
 
 def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run, tmp_path):
     out = tmp_path / "out"
+    # As a terminal runs it: a process group of its own with the default SIGINT action (this test's own runner
+    # may have started with SIGINT ignored, as a shell's background job does, which children inherit).
     process = subprocess.Popen(
-        run_command(out), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        run_command(out),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     while not (out / "_work" / "filtered").exists():  # the filter pass has started
         assert process.poll() is None, process.stderr.read()[-3000:]
