@@ -24,6 +24,7 @@ import yaml
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
+from stages.read_text import text_column_problem
 from stages.warc_read import DOCUMENT_SCHEMA
 
 
@@ -704,8 +705,7 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
         raise ConfigError(
             f"sources[{i}].input: {path!r} is not a Parquet file ({' '.join(str(exc).split())})"
         ) from None
-    text = schema.field(column).type if column in schema.names else pa.null()
-    if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
+    if text_column_problem(schema, column) is not None:  # the reader's own test
         key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
         raise ConfigError(
             f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has {', '.join(schema.names)})"

@@ -205,26 +205,21 @@ class Stage:
     entry: dict = field(default_factory=dict)  # the `stages:` entry it came from (user stages: target, arguments)
 
 
-def belt_stages(config) -> list[Stage]:
-    """The run's per-document stages, in order: the config's `stages:` list, or DEFAULT_STAGES."""
-    return [_stage(entry, config) for entry in (config.stages if config.stages is not None else DEFAULT_STAGES)]
-
-
 def document_stages(config) -> list:
     """The objects the filter pass runs over each batch after reading, in order (turned-off stages left out)."""
-    return [stage.runner for stage in belt_stages(config) if stage.runner is not None]
+    runners = [_runner(stage, config) for stage in declared(config)]
+    return [runner for runner in runners if runner is not None]
 
 
-def _stage(entry, config) -> Stage:
-    """A `stages:` entry as a Stage (config validation has checked each entry: config._stage_entry)."""
-    if isinstance(entry, str):
-        spec = DOCUMENT_STAGES[entry]
-        assert spec.build is not None  # every document stage has one
-        return Stage(spec, spec.build(config), {"stage": entry})
-    if "scorer" in entry:
-        spec = scorer_spec(entry["scorer"])
-        return Stage(spec, scorer(scorer_settings(entry), name=spec.name, column=f"score_{spec.name}"), entry)
-    return user_stage(entry)
+def _runner(stage: Stage, config):
+    """The object that runs a declared stage (config validation has checked its entry: config._stage_entry);
+    None when its config turns it off."""
+    if stage.runner is not None:  # a user's stage, imported by declared()
+        return stage.runner
+    if stage.spec.build is not None:  # a built-in stage, set up by its config section
+        return stage.spec.build(config)
+    name = stage.spec.name  # a named scorer
+    return scorer(scorer_settings(stage.entry), name=name, column=f"score_{name}")
 
 
 def scorer_spec(name: str) -> StageSpec:
