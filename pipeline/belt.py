@@ -8,8 +8,9 @@
     commit        the new output, built in _work/output, replaces the earlier one, manifest.json last
 
 Every row keeps moving until finalize: a stage marks a row rejected, it never drops it, so the final
-counts can prove that every record left the belt exactly once. This module starts the engine, runs the
-passes in order, and starts a run over on the nodes left when a node is lost.
+counts can prove that every record left the belt exactly once. This module starts the engine the config
+names (pipeline/engine.py: Ray or Spark), runs the passes in order, and starts a run over on the nodes left
+when a node is lost.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from pathlib import Path
 
 from pipeline import dedup, engine, filtering, finalize, report, storage, tokens
 from pipeline.config import Config
-from pipeline.engine import NodeWatch, check_resources, start_ray
 from pipeline.runlog import RUN_LOG, RunLog
 
 log = logging.getLogger("crawlbelt")
@@ -38,7 +38,7 @@ def run(config: Config, kind: str = "run") -> dict:
     with RunLog(config) as run_log:
         if not storage.is_s3(config.output):
             return run_into(config, Path(config.output), kind, run_log)
-        start_ray(config.ray)
+        engine.start(config)
         if config.storage.staging is None and engine.nodes_alive() > 1:
             # A temporary folder would be on the driver's disk only, while tasks on other nodes write there too.
             raise OutputError(
@@ -59,19 +59,19 @@ def run_into(config: Config, out: Path, kind: str, run_log: RunLog) -> dict:
     `out/_work/output` and replaces the earlier one only once it is complete: a run that fails or is killed
     leaves the earlier output whole.
 
-    While it runs, a NodeWatch notices a node of the cluster going away. Ray reruns that node's tasks on the
+    On Ray, while it runs, a NodeWatch notices a node of the cluster going away. Ray reruns that node's tasks on the
     nodes left; if the run fails anyway (some of Ray Data's helpers, such as the actors that read Parquet
     footers, are not rerun), it starts over on the nodes left, up to `ray.node_lost_retries` times, and then
     fails with one line naming the node (NodeLostError). A run that stops making progress after a loss is
-    ended by the NodeWatch itself (engine.NodeWatch)."""
+    ended by the NodeWatch itself (engine_ray.NodeWatch). On Spark, Spark reruns a lost executor's tasks
+    itself, and a run that fails fails at once."""
     files = filtering.input_files(config)
     fingerprint = filtering.fingerprint(config, files)
-    start_ray(config.ray)
-    check_resources(config.resources, config.ray)  # before anything is written: a task no node fits waits for ever
+    engine.start(config)  # before anything is written: on Ray, a task no node fits would wait for ever
     prepare_output(out, fingerprint, kind)
     run_log.open(out / "_work" / RUN_LOG)
     started = time.time()
-    with NodeWatch(config.ray.node_lost_timeout_s) as watch:
+    with engine.watch(config) as watch:
         for attempt in range(config.ray.node_lost_retries + 1):
             if attempt:  # the filter pass's finished files are kept
                 prepare_output(out, fingerprint, kind)
@@ -108,7 +108,7 @@ def _belt(
     config: Config,
     files: list[tuple[str, str]],
     out: Path,
-    watch: NodeWatch,
+    watch,
     started: float,
     kind: str,
     run_log: RunLog,

@@ -300,7 +300,7 @@ def stage_error(exc: BaseException) -> str | None:
 def storage_error(exc: BaseException) -> OSError | None:
     """The full disk, quota or read-only folder behind an exception. Ray passes a worker's exception on
     as text (its chain is not kept), so the text is searched too."""
-    from pipeline.engine import error_chain  # Ray is imported by now: the belt ran
+    from pipeline.engine import error_chain
 
     for error in error_chain(exc):
         if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import importlib.util
 import math
 import os
 import re
+import shutil
 import types
 import typing
 from dataclasses import dataclass, field
@@ -111,6 +113,15 @@ class RayConfig:
     # A joined cluster (an autoscaling one adds nodes) gets this long to have a node that fits each pass's
     # per-task request (resources); then the run fails in one line. An embedded Ray is checked at once.
     resource_wait_s: float = 300.0
+
+
+@dataclass
+class SparkConfig:
+    """engine: spark. Under spark-submit, its --master and --conf win over master and conf here."""
+
+    master: str = "local[*]"  # an embedded Spark on this machine's cores; spark://HOST:7077, yarn, k8s://...
+    app_name: str = "crawlbelt"
+    conf: dict[str, str] = field(default_factory=dict)  # extra Spark settings, e.g. spark.executor.memory: 4g
 
 
 @dataclass
@@ -305,7 +316,9 @@ class Config:
     # entries (pipeline/spec.py, docs/stages.md); null: extract, language, quality, repetition, classifier.
     stages: list | None = None
     output: str = "out/run"
+    engine: str = "ray"  # ray or spark: the same belt, stages and output bytes (docs/design.md, "Engines")
     ray: RayConfig = field(default_factory=RayConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     rejects: RejectsConfig = field(default_factory=RejectsConfig)
@@ -361,6 +374,10 @@ def _build(tp, value, path: str, problems: Problems):
         if not isinstance(value, list):  # a lone string is not taken for a list of one: [english] is no code
             raise ConfigError(f"{path}: expected a list, got {type(value).__name__} {value!r}")
         return [_build(item, v, f"{path}[{i}]", problems) for i, v in enumerate(value)]
+    if origin is dict:  # spark.conf: Spark takes every setting as a string; YAML's true and 4 are "true" and "4"
+        if not isinstance(value, dict) or not all(isinstance(v, str | int | float | bool) for v in value.values()):
+            raise ConfigError(f"{path}: expected a mapping of names to single values, got {value!r}")
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(value).__name__} {value!r}")
@@ -605,6 +622,7 @@ RANGES = {
 }
 MIN_MAX = [("quality.min_words", "quality.max_words"), ("quality.min_mean_word_length", "quality.max_mean_word_length")]
 CHOICES = {
+    "engine": ("ray", "spark"),
     "rejects.text": ("snippet", "full", "none"),
     "extract.method": EXTRACT_METHODS,
     "extract.favor": ("balanced", "precision", "recall"),
@@ -649,6 +667,7 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
     problems.check(_check_stages, config, base)
     for i in range(len(config.sources)):
         problems.check(_check_select, config, i)
+    problems.check(_check_engine, config)
     problems.check(_check_dedup, config)
     for name in ("filter", "encode"):
         problems.check(_check_resources, config, name)
@@ -893,6 +912,16 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
         return spec.user_stage(entry, probe=True)
     except StageError as error:
         raise ConfigError(f"{key}: {error}") from None
+
+
+def _check_engine(config: Config) -> None:
+    """engine: spark can start here: Java and pyspark are installed."""
+    if config.engine != "spark":
+        return
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise ConfigError("engine: spark needs Java 17 on PATH (or JAVA_HOME): apt install openjdk-17-jre-headless")
+    if importlib.util.find_spec("pyspark") is None:
+        raise ConfigError("engine: spark needs pyspark: .venv/bin/python -m pip install -e '.[spark]'")
 
 
 def _check_dedup(config: Config) -> None:

@@ -29,10 +29,8 @@ from stages.dedup import (
     pair_agreements,
     pair_jaccards,
     recall_bands,
-    resolve_roots,
     sha1_of_normalized,
     shard_of_hex,
-    union_edges,
 )
 
 VERDICT_SCHEMA = pa.schema(
@@ -128,12 +126,14 @@ def near_dedup(
        edges are written to `work/candidates`, not gathered;
     2. the driver streams the edges in chunks of EDGE_CHUNK: each chunk is verified by exact (or
        estimated) Jaccard against the candidate documents' shingle sets (or signatures), which are
-       spilled to a file in `work` and memory-mapped, then joined into a union-find over all documents.
+       spilled to a file in `work` and memory-mapped; the edges that pass go to `work/edges`;
+    3. connected components of those edges (engine.connected_components: a union-find on the driver on
+       Ray, large-star/small-star rounds on Spark). Each cluster's label is its smallest order, so the
+       survivor is its first document in the fixed order, whatever order edges come in.
 
     The driver's memory is bounded by the number of documents, not of edges or shingles: 17 bytes per
     document (its order, its union-find parent, a candidate flag), 16 per candidate document (where its
-    set lies in the spilled file), and one chunk of edges (about 50 bytes each). Each cluster's root is its
-    smallest id, so the survivor is its first document in the fixed order, whatever order edges come in.
+    set lies in the spilled file), and one chunk of edges (about 50 bytes each).
     """
     if config.bands and config.rows:  # given together (config validation)
         bands, rows = config.bands, config.rows
@@ -168,46 +168,58 @@ def near_dedup(
         columns=["order", "signature"],
     )
 
-    def edge_chunks():
-        """(a, b) dense ids (positions in `orders`) of the candidate edges, a chunk at a time."""
-        if not any((work / "candidates").glob("*.parquet")):
-            return
-        for chunk in ds.dataset(work / "candidates", format="parquet").to_batches(batch_size=EDGE_CHUNK):
-            yield (
-                np.searchsorted(orders, chunk["order"].to_numpy()),
-                np.searchsorted(orders, chunk["linked_to"].to_numpy()),
-            )
-
-    verify = None
-    if config.verify != "none":
-        is_candidate = np.zeros(len(orders), dtype=bool)
-        for a, b in edge_chunks():
-            is_candidate[a] = is_candidate[b] = True
-        candidates = orders[is_candidate]
-        del is_candidate
-        if config.verify == "exact":
-            verify = _exact_verifier(filtered, hasher, candidates, work / "shingles.u64", config.threshold)
-        else:
-            verify = _estimate_verifier(hashes, candidates, k, work / "signatures.u32", config.threshold)
-
-    parent = np.arange(len(orders), dtype=np.int64)
-    for a, b in edge_chunks():
-        if verify is not None:
-            keep = verify(orders[a], orders[b])
-            a, b = a[keep], b[keep]
-        union_edges(parent, a, b)
-    resolve_roots(parent)
-    members = np.flatnonzero(parent != np.arange(len(orders)))
-    if not len(members):
+    candidates = work / "candidates"
+    edges = candidates
+    if config.verify != "none" and any(candidates.glob("*.parquet")):
+        verify = _verifier(filtered, hasher, hashes, candidates, orders, config, work)
+        edges = work / "edges"
+        _write_verified(candidates, verify, edges)
+    if not any(edges.glob("*.parquet")):
         return EXACT_SCHEMA.empty_table()
-    survivors = orders[parent[members]]
-    ids = _ids_of(hashes, survivors)
+    labels = engine.connected_components(edges, orders)  # (node, label) of each document not its cluster's first
+    if not labels.num_rows:
+        return EXACT_SCHEMA.empty_table()
+    ids = _ids_of(hashes, labels["label"].to_numpy())
     return pa.table(
-        {
-            "order": pa.array(orders[members], pa.int64()),
-            "dup_of": pa.array([ids[s] for s in survivors.tolist()], pa.string()),
-        }
+        {"order": labels["node"], "dup_of": pa.array([ids[s] for s in labels["label"].to_pylist()], pa.string())}
     )
+
+
+def _edge_chunks(folder: Path):
+    """The (order, linked_to) edges of a Parquet folder, EDGE_CHUNK at a time, as numpy arrays."""
+    for chunk in ds.dataset(folder, format="parquet").to_batches(batch_size=EDGE_CHUNK):
+        yield chunk["order"].to_numpy(), chunk["linked_to"].to_numpy()
+
+
+def _verifier(
+    filtered: Path,
+    hasher: MinHasher,
+    hashes: Path,
+    candidates: Path,
+    orders: np.ndarray,
+    config: DedupConfig,
+    work: Path,
+):
+    """A function (orders, orders) -> mask of the candidate pairs similar enough (config.verify)."""
+    on_edge = np.zeros(len(orders), dtype=bool)
+    for a, b in _edge_chunks(candidates):
+        on_edge[np.searchsorted(orders, a)] = on_edge[np.searchsorted(orders, b)] = True
+    on_edges = orders[on_edge]
+    del on_edge
+    if config.verify == "exact":
+        return _exact_verifier(filtered, hasher, on_edges, work / "shingles.u64", config.threshold)
+    return _estimate_verifier(hashes, on_edges, config.num_perm, work / "signatures.u32", config.threshold)
+
+
+def _write_verified(candidates: Path, verify, edges: Path) -> None:
+    """The candidate edges whose documents are similar enough, written as Parquet in `edges`."""
+    edges.mkdir()
+    with pq.ParquetWriter(
+        edges / "verified.parquet", pa.schema([("order", pa.int64()), ("linked_to", pa.int64())])
+    ) as out:
+        for a, b in _edge_chunks(candidates):
+            keep = verify(a, b)
+            out.write_table(pa.table({"order": a[keep], "linked_to": b[keep]}))
 
 
 def _signature_matrix(batch: pa.Table, k: int) -> np.ndarray:

@@ -144,8 +144,8 @@ class PackFile:
     An occurrence is one drawn document: (doc_index, source_id, start in its source's stream).
     """
 
-    def __init__(self, positions: engine.Shared, bases, sequences, seq_tokens, per_shard, eos_id, dtype):
-        self.positions = positions  # written position of each sequence, by global id
+    def __init__(self, positions, bases, sequences, seq_tokens, per_shard, eos_id, dtype):
+        self.positions = positions  # engine.Shared: written position of each sequence, by global id
         self.bases = bases  # first global sequence id of each source
         self.sequences = sequences  # sequences of each source
         self.seq_tokens = seq_tokens

@@ -138,7 +138,7 @@ def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
 
     from pipeline import dedup
     from pipeline.config import DedupConfig, RayConfig
-    from pipeline.engine import start_ray
+    from pipeline.engine_ray import start_ray
 
     work = ROOT / "out" / f"bench-dedup-{n_docs}"
     import shutil
@@ -280,7 +280,7 @@ def realhtml_benchmark() -> dict:
 
     from pipeline import dedup
     from pipeline.config import RayConfig, load_config
-    from pipeline.engine import start_ray
+    from pipeline.engine_ray import start_ray
     from stages.dedup import FORMAT, WHITE_SPACE, MinHasher
 
     truth = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"

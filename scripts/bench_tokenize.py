@@ -106,7 +106,7 @@ def main() -> int:
         return 0
     from pipeline import tokens
     from pipeline.config import load_config
-    from pipeline.engine import start_ray
+    from pipeline.engine_ray import start_ray
 
     source = curated_text(args.cpus)
     curated = WORK / "curated"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install crawlbelt with its pinned dependencies, the test and train extras;
-# quick when already done.
+# Create .venv (Python 3.11) and install crawlbelt with its pinned dependencies, the test, train and spark
+# extras; quick when already done. engine: spark also needs Java 17, which this checks for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -14,6 +14,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # the wheel where there is no C++ compiler.
   no_binary=()
   if command -v g++ >/dev/null; then no_binary=(--no-binary fasttext-predict); fi
-  .venv/bin/python -m pip install --quiet "${no_binary[@]}" -e ".[test,train]"
+  .venv/bin/python -m pip install --quiet "${no_binary[@]}" -e ".[test,train,spark]"
   touch "$stamp"
+fi
+if ! command -v java >/dev/null; then
+  echo "setup: no java on PATH: engine: spark (and its tests) need Java 17: apt install openjdk-17-jre-headless" >&2
 fi

@@ -20,7 +20,7 @@ def embedded_ray():
     import ray
 
     from pipeline.config import RayConfig
-    from pipeline.engine import start_ray
+    from pipeline.engine_ray import start_ray
 
     start_ray(RayConfig(num_cpus=2))
     yield

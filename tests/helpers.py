@@ -4,11 +4,14 @@ loads itself and which is not meant to be imported.)"""
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from stages.ledger import LEDGER_COLUMNS
 
@@ -16,6 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED = ROOT.parent / "shared"  # real crawls beside the repository; tests that read it skip without it
+
+
+def spark_missing() -> str | None:
+    """Why Spark cannot run here, in one line, or None."""
+    if shutil.which("java") is None:
+        return "Spark needs a Java runtime (17): apt install openjdk-17-jre-headless, or set JAVA_HOME"
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed: .venv/bin/python -m pip install -e '.[spark]'"
+    return None
+
+
+needs_spark = pytest.mark.skipif(spark_missing() is not None, reason=str(spark_missing()))
 
 
 def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -1,39 +1,50 @@
 """The engine seam: the passes know only pipeline.engine's data-parallel primitives, which run plain Arrow
-functions on a real embedded Ray; whole files are written by storage.write_atomic and parts named by
-storage.part_name."""
+functions the same way on a real embedded Ray and a real embedded Spark; whole files are written by
+storage.write_atomic and parts named by storage.part_name."""
 
 import ast
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-import ray
 
+from helpers import needs_spark
 from pipeline import engine
-from pipeline.config import PassResources, RayConfig
+from pipeline.config import Config, PassResources, RayConfig, SparkConfig
 from pipeline.storage import part_index, part_name, write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def embedded_ray():
-    engine.start_ray(RayConfig(num_cpus=2))
-    # Ray's workers cannot import this test module: its functions travel by value.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    yield
-    ray.shutdown()
+@pytest.fixture(scope="module", params=["ray", pytest.param("spark", marks=needs_spark)])
+def started(request):
+    """Each engine embedded in this process in turn, as a run without a cluster starts it."""
+    engine.start(Config(engine=request.param, ray=RayConfig(num_cpus=2), spark=SparkConfig(master="local[2]")))
+    # The workers cannot import this test module: its functions travel by value.
+    if request.param == "ray":
+        import ray
+
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    else:
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield request.param
+    engine.stop()
+    engine.use("ray")
 
 
 @pytest.mark.parametrize("module", ["belt", "filtering", "dedup", "finalize", "tokens"])
-def test_a_pass_does_not_know_ray(module):
+def test_a_pass_does_not_know_the_engine(module):
     tree = ast.parse((ROOT / "pipeline" / f"{module}.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-    assert not {name for name in imported if name == "ray" or name.startswith("ray.")}
+    assert not {name for name in imported if name.split(".")[0] in ("ray", "pyspark")}
+    assert not {name for name in imported if name.startswith("pipeline.engine_")}
 
 
 def _numbers(folder: Path, files: int, rows: int) -> Path:
@@ -56,7 +67,7 @@ def _squares(batch: pa.Table) -> pa.Table:
 SUMS = pa.schema([("mod", pa.int64()), ("total", pa.int64()), ("rows", pa.int64())])
 
 
-def test_the_primitives_on_ray(embedded_ray, tmp_path):
+def test_the_primitives(started, tmp_path):
     numbers = _numbers(tmp_path / "numbers", files=3, rows=10)  # n = 0..29
 
     # A folder's batches to a new folder, only the columns asked for read.
@@ -99,6 +110,20 @@ def test_the_primitives_on_ray(embedded_ray, tmp_path):
     grouped = pq.read_table(tmp_path / "grouped").sort_by("mod").to_pylist()
     assert grouped == [{"mod": m, "total": 10 * (m + m + 3), "rows": 2} for m in range(3)]
     assert engine.cpu_count() == 2
+
+    # Connected components: every node not the smallest of its component, labelled with the smallest.
+    (tmp_path / "edges").mkdir()
+    edges = {"order": [5, 7, 9, 30, 31], "linked_to": [7, 3, 9, 31, 40]}  # {3, 5, 7}, {9}, {30, 31, 40}
+    pq.write_table(
+        pa.table(edges, pa.schema([("order", pa.int64()), ("linked_to", pa.int64())])), tmp_path / "edges" / "e.parquet"
+    )
+    labels = engine.connected_components(tmp_path / "edges", np.array([3, 5, 7, 9, 30, 31, 40]))
+    assert labels.to_pylist() == [
+        {"node": 5, "label": 3},
+        {"node": 7, "label": 3},
+        {"node": 31, "label": 30},
+        {"node": 40, "label": 30},
+    ]
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import ray
 
 from pipeline import belt, report
 from pipeline.config import RayConfig, load_config
-from pipeline.engine import start_ray
+from pipeline.engine_ray import start_ray
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "<script>alert(1)</script>"

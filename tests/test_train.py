@@ -454,7 +454,7 @@ def test_waiting_for_workers_on_a_cluster_is_bounded():
     import ray
 
     from pipeline.config import ConfigError, RayConfig
-    from pipeline.engine import start_ray
+    from pipeline.engine_ray import start_ray
     from pipeline.train.launch import wait_for_workers
 
     start_ray(RayConfig(num_cpus=2, object_store_mb=256))

@@ -84,7 +84,7 @@ def run_ray(config: Config, stop_after: int | None) -> int:
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from pipeline.engine import start_ray
+    from pipeline.engine_ray import start_ray
 
     train = config.train
     assert train.data is not None  # validation sets it (config._check_train)
