@@ -47,9 +47,15 @@ PIECES = "key string, index long, seq long, piece long, payload binary"
 
 def start(config: Config) -> None:
     """An embedded Spark on this machine (spark.master, local[*] by default), or, under spark-submit, the
-    cluster spark-submit names. Executors run this Python unless PYSPARK_PYTHON says otherwise."""
+    cluster spark-submit names, or a session already there (a notebook's, Databricks'). Executors run this
+    Python unless PYSPARK_PYTHON says otherwise."""
     global _session
     if _session is not None:
+        return
+    active = SparkSession.getActiveSession()
+    if active is not None:  # not ours to stop
+        _session = active
+        log.info("spark: the session already running, %s", active.sparkContext.master)
         return
     settings = config.spark
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -81,6 +87,7 @@ def start(config: Config) -> None:
 
 
 def stop() -> None:
+    """Stop the Spark this process started (engine.stop: tests; a run's process ends with it anyway)."""
     global _session
     if _session is not None:
         _session.stop()
@@ -262,6 +269,9 @@ def connected_components(edges: Path, nodes: np.ndarray) -> pa.Table:
     """(node, label) for every node of the graph whose (order, linked_to) edges are the Parquet files in
     `edges` that is not the smallest node of its component, with that smallest node as its label: large-star
     and small-star rounds on the executors (pipeline/spark_components.py); only the result comes back."""
+    context = session().sparkContext
+    if not str(context.master).startswith("local"):  # a lost executor's rounds are read back from shared files
+        context.setCheckpointDir(str(Path(edges).parent / "spark-checkpoints"))
     frame = session().read.parquet(str(edges)).select(F.col("order").alias("a"), F.col("linked_to").alias("b"))
     labels = _components(frame).where(F.col("node") != F.col("label")).orderBy("node")
     table = labels.toArrow()

@@ -1,0 +1,110 @@
+"""engine: spark gives the same output bytes as engine: ray: the same stages through mapInArrow tasks, the same
+survivors of every duplicate group, the same token shards; and a run whose driver is killed resumes from the
+filter pass's finished files, as on Ray."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import CONFIGS, FIXTURES, ROOT, SHARED, needs_spark
+
+pytestmark = needs_spark
+FINAL = ("docs", "rejects", "tokens")
+# A loaded machine must not turn a slow page into extract:timeout on one engine only.
+SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]
+
+
+def command(config: Path, out: Path, settings: list[str]) -> list[str]:
+    sets = [arg for s in settings for arg in ("--set", s)]
+    return [sys.executable, "-m", "pipeline", "run", str(config), "--output", str(out), *sets]
+
+
+def run(config: Path, out: Path, settings: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
+    result = subprocess.run(command(config, out, settings), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def output_files(out: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for folder in FINAL
+        for p in sorted((out / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+def assert_same_output(ray_out: Path, spark_out: Path) -> None:
+    ray_files, spark_files = output_files(ray_out), output_files(spark_out)
+    assert sorted(ray_files) == sorted(spark_files)
+    assert any(name.startswith("docs/") for name in ray_files) and "tokens/tokenizer.json" in ray_files
+    different = [name for name in ray_files if ray_files[name] != spark_files[name]]
+    assert not different, f"differ between engine: ray and engine: spark: {different}"
+
+
+@pytest.mark.slow
+def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path):
+    """../shared's real crawls (odd, truncated and malformed WARC and ARC files, and real pages with known
+    duplicates): the same docs/ ids, rejects/ reasons and token shards, byte for byte."""
+    realdata, realhtml = SHARED / "realdata" / "warc", SHARED / "realhtml" / "warc"
+    if not (realdata.is_dir() and realhtml.is_dir()):
+        pytest.skip(f"the real crawls are not here: {realdata}, {realhtml} (../shared beside the repository)")
+    raw = yaml.safe_load((CONFIGS / "local.yaml").read_text())
+    raw["sources"] = [
+        {"name": "realdata", "input": [str(realdata / "*")]},
+        {"name": "realhtml", "input": [str(realhtml / "*")]},
+    ]
+    raw["classifier"].update(
+        good_examples=[str(CONFIGS / "classifier" / "good.txt")], bad_examples=[str(CONFIGS / "classifier" / "bad.txt")]
+    )
+    config = tmp_path / "real.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    settings = [*SETTINGS, "extract.method=resiliparse", "packing.seq_len=256"]  # resiliparse: minutes, not tens
+    run(config, tmp_path / "ray", [*settings, "ray.num_cpus=2"])
+    result = run(config, tmp_path / "spark", [*settings, "engine=spark", "spark.master=local[2]"])
+    assert "crawlbelt: spark: embedded, local[2], 2 cores" in result.stderr
+    assert_same_output(tmp_path / "ray", tmp_path / "spark")
+    rejects = (tmp_path / "spark" / "manifest.json").read_text()
+    assert '"exact_duplicate"' in rejects and '"near_duplicate"' in rejects  # both dedup stages found some
+
+
+def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path):
+    """The fixture crawl on Spark, its driver killed (with its JVM) once the filter pass has finished a file;
+    the rerun reuses that file and gives the bytes of an uninterrupted Ray run."""
+    config = CONFIGS / "local.yaml"
+    inputs = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+    spark = [*SETTINGS, "engine=spark", "spark.master=local[2]"]
+    out = tmp_path / "spark"
+    args = command(config, out, spark) + ["--input", *inputs]
+    killed = subprocess.Popen(args, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and killed.poll() is None:
+        if any((out / "_work" / "filtered").glob("file-*.parquet")):
+            break
+        time.sleep(0.2)
+    assert killed.poll() is None, "the run ended before the filter pass finished a file"
+    os.killpg(killed.pid, signal.SIGKILL)  # the driver and its JVM, as when a machine goes away
+    killed.wait(timeout=60)
+
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    resumed = [line for line in result.stderr.splitlines() if "resume:" in line]
+    assert resumed and f"of {len(inputs)} files already through the filter pass" in resumed[0], result.stderr[-3000:]
+
+    reference = tmp_path / "ray"
+    subprocess.run(
+        command(config, reference, [*SETTINGS, "ray.num_cpus=1"]) + ["--input", *inputs],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
+    assert_same_output(reference, out)
