@@ -316,7 +316,7 @@ class Config:
     # entries (pipeline/spec.py, docs/stages.md); null: extract, language, quality, repetition, classifier.
     stages: list | None = None
     output: str = "out/run"
-    engine: str = "ray"  # ray or spark: the same belt, stages and output bytes (docs/design.md, "Engines")
+    engine: str = "ray"  # ray or spark: the same stages and output bytes (docs/design.md)
     ray: RayConfig = field(default_factory=RayConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)

@@ -2,7 +2,7 @@
 run by the engine the config names (`engine: ray | spark`). Each engine is one module, the only one that
 knows it: pipeline/engine_ray.py and pipeline/engine_spark.py, with the same functions.
 
-The primitives are plain functions over Arrow tables in, Arrow tables out (docs/design.md, "The engine seam").
+The primitives are plain functions over Arrow tables in, Arrow tables out (docs/design.md, "The engine seam, and Spark").
 A `source` of rows is either a folder of Parquet files (read a file per task, a row group at a time,
 `columns` only) or a list of items (dicts: file paths, jobs), split into `tasks` tasks, one per item by
 default; a function over items gets one task's items as one table.

@@ -218,12 +218,7 @@ def _read_parquet_files(files: pa.Table, columns: list[str] | None = None) -> It
             yield pa.Table.from_batches([batch])
 
 
-# The data-parallel primitives the passes (dedup, finalize, tokens) are written in: plain functions over Arrow
-# tables in, Arrow tables out, so that another engine is a sibling module with these same functions
-# (docs/design.md, "The engine seam"). A `source` of rows is either a folder of Parquet files (read as
-# parquet_dataset reads it, `columns` only) or a list of items (dicts: file paths, jobs), split into `tasks`
-# tasks, one per item by default; a function over items gets one task's items as one table. map_items runs a
-# function per item (the filter pass: one input file each) and returns what each returned, with its node.
+# The primitives of pipeline/engine.py (which says what each does) as Ray Data operations.
 Source = Path | list[dict]
 
 
