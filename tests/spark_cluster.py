@@ -302,7 +302,7 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def _processes_in(folder: Path) -> list[int]:
+def processes_in(folder: Path) -> list[int]:
     """Pids of the processes whose working folder lies in FOLDER (an executor and the Python workers it starts
     work in SPARK_WORKER_DIR/APP/ID)."""
     pids = []
@@ -320,7 +320,7 @@ def _end_processes_in(folder: Path, timeout: float) -> None:
     """Wait up to TIMEOUT s for the processes working in FOLDER to end, then SIGKILL those left: they are this
     cluster's, by their folder, which only this cluster uses."""
     deadline = time.monotonic() + timeout
-    while (pids := _processes_in(folder)) and time.monotonic() < deadline:
+    while (pids := processes_in(folder)) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid in pids:
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import needs_spark
-from spark_cluster import SparkCluster
+from spark_cluster import SparkCluster, processes_in
 
 pytestmark = [needs_spark, pytest.mark.cluster, pytest.mark.slow]
 
@@ -94,6 +94,8 @@ def test_a_job_runs_on_both_workers(tmp_path):
         output = job_output(cluster, cluster.wait(driver, timeout=300))
         workers = {worker_of(cluster, r["cwd"]) for r in output["results"]}
         assert workers == {0, 1}, output["results"]
+    # stop() ended every process of the cluster: daemons, driver, executors and their Python workers
+    assert processes_in(cluster.folder) == []
 
 
 def test_a_job_completes_when_a_worker_is_killed_under_it(tmp_path):
@@ -117,3 +119,4 @@ def test_a_job_completes_when_a_worker_is_killed_under_it(tmp_path):
         assert not (markers / f"{name}.done").exists()
         (rerun,) = [r for r in output["results"] if r["partition"] == task["partition"]]
         assert rerun["attempt"] > task["attempt"] and worker_of(cluster, rerun["cwd"]) == 0, (task, rerun)
+    assert processes_in(cluster.folder) == []
