@@ -1,6 +1,6 @@
-"""Shared test helpers: the repository's paths, the command line as a subprocess, ledger tables, and the
-CRAWL_SAMPLE pages from shared/crawl_sample.md. (Fixtures and markers are in conftest.py, which pytest
-loads itself and which is not meant to be imported.)"""
+"""Shared test helpers: the repository's paths, the command line as a subprocess, ledger tables, the Spark skip
+(needs_spark), and the CRAWL_SAMPLE pages from shared/crawl_sample.md. (Fixtures and markers are in conftest.py,
+which pytest loads itself and which is not meant to be imported.)"""
 
 from __future__ import annotations
 
@@ -38,6 +38,19 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.Comple
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
+
+
+def spark_missing() -> str | None:
+    """Why Spark cannot run here, or None when it can: it needs a `java` on PATH and the pyspark package."""
+    if shutil.which("java") is None:
+        return "needs Spark: no `java` on PATH"
+    if importlib.util.find_spec("pyspark") is None:
+        return "needs Spark: pyspark is not importable"
+    return None
+
+
+# @needs_spark on a test (or `pytestmark = needs_spark` in a module): skip with the one-line reason above
+needs_spark = pytest.mark.skipif(spark_missing() is not None, reason=spark_missing() or "")
 
 
 def ledger_table(texts, **extra_columns) -> pa.Table:
