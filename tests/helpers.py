@@ -40,19 +40,6 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.Comple
     )
 
 
-def spark_missing() -> str | None:
-    """Why Spark cannot run here, or None when it can: it needs a `java` on PATH and the pyspark package."""
-    if shutil.which("java") is None:
-        return "needs Spark: no `java` on PATH"
-    if importlib.util.find_spec("pyspark") is None:
-        return "needs Spark: pyspark is not importable"
-    return None
-
-
-# @needs_spark on a test (or `pytestmark = needs_spark` in a module): skip with the one-line reason above
-needs_spark = pytest.mark.skipif(spark_missing() is not None, reason=spark_missing() or "")
-
-
 def ledger_table(texts, **extra_columns) -> pa.Table:
     """A batch as stages see it: `text`, the ledger columns all null (alive), plus any extra columns."""
     columns = {"text": pa.array(texts, pa.string())}
