@@ -67,6 +67,8 @@ def start(config: Config) -> None:
         if settings.master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded Spark listens on loopback only
             conf.setdefault("spark.ui.enabled", "false")
+            # Spark's 200 shuffle partitions are for clusters; the components rounds' joins are all shuffles
+            conf.setdefault("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
     conf.setdefault("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     for key, value in conf.items():

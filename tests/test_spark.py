@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import CONFIGS, FIXTURES, ROOT, SHARED, needs_spark
+from helpers import CONFIGS, FIXTURES, ROOT, SHARED, cli, needs_spark
 
-pytestmark = needs_spark
 FINAL = ("docs", "rejects", "tokens")
 # A loaded machine must not turn a slow page into extract:timeout on one engine only.
 SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]
@@ -50,6 +49,7 @@ def assert_same_output(ray_out: Path, spark_out: Path) -> None:
     assert not different, f"differ between engine: ray and engine: spark: {different}"
 
 
+@needs_spark
 @pytest.mark.slow
 def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path):
     """../shared's real crawls (odd, truncated and malformed WARC and ARC files, and real pages with known
@@ -76,6 +76,7 @@ def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path):
     assert '"exact_duplicate"' in rejects and '"near_duplicate"' in rejects  # both dedup stages found some
 
 
+@needs_spark
 def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path):
     """The fixture crawl on Spark, its driver killed (with its JVM) once the filter pass has finished a file;
     the rerun reuses that file and gives the bytes of an uninterrupted Ray run."""
@@ -108,3 +109,53 @@ def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path):
         timeout=900,
     )
     assert_same_output(reference, out)
+
+
+def test_engine_spark_without_java_is_one_line(tmp_path):
+    """No JVM: the run stops before any work with one line saying what to install."""
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(Path(sys.executable).parent)  # the venv's tools, no java
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "run", str(CONFIGS / "local.yaml"), "--output", str(tmp_path / "out")]
+        + ["--set", "engine=spark"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "config error: engine: spark needs Java 17 on PATH (or JAVA_HOME): apt install openjdk-17-jre-headless"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "settings, line",
+    [
+        (["engine=flink"], "config error: engine: expected one of ray, spark, got 'flink'"),
+        (
+            ["spark.conf=[a, b]"],
+            "config error: spark.conf: expected a mapping of names to single values, got ['a', 'b']",
+        ),
+        (["spark.conf={spark.x: {a: 1}}"], "config error: spark.conf: expected a mapping of names to single values"),
+        (["spark.master=7"], "config error: spark.master: expected str, got int 7"),
+    ],
+)
+def test_spark_settings_are_checked(tmp_path, settings, line):
+    args = [arg for s in settings for arg in ("--set", s)]
+    result = cli("run", str(CONFIGS / "local.yaml"), "--output", str(tmp_path / "out"), *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith(line), result.stderr
+
+
+def test_spark_conf_values_reach_spark_as_text():
+    """Spark takes every setting as a string: YAML's true and 4 become "true" and "4", not "True"."""
+    from pipeline.config import load_config
+
+    config = load_config(
+        str(CONFIGS / "local.yaml"),
+        overrides=["engine=spark", "spark.conf={spark.python.worker.reuse: true, spark.executor.cores: 4}"],
+    )
+    assert config.spark.conf == {"spark.python.worker.reuse": "true", "spark.executor.cores": "4"}
