@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from helpers import needs_spark
 from stages.user import UserStage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,8 +86,11 @@ def output_bytes(out: Path) -> dict[str, bytes]:
     }
 
 
-def test_the_worked_example_runs_as_written(tmp_path):
-    """docs/stages.md's module, its `stages:` list and its `select`, through the belt over the bundled crawl."""
+@pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
+def test_the_worked_example_runs_as_written(tmp_path, engine):
+    """docs/stages.md's module, its `stages:` list and its `select`, through the belt over the bundled crawl,
+    on either engine (on Spark the user's module is imported by the executors' Python from the working
+    directory, as on Ray)."""
     (tmp_path / "myfilters.py").write_text(doc_blocks("python")[0])
     stages_yaml, select_yaml = doc_blocks("yaml")
     (tmp_path / "classifier").mkdir()
@@ -98,6 +102,9 @@ def test_the_worked_example_runs_as_written(tmp_path):
         **yaml.safe_load(stages_yaml),
     }
     config["sources"][0]["select"] = yaml.safe_load(select_yaml)["sources"][0]["select"]
+    if engine == "spark":
+        del config["ray"]
+        config.update(engine="spark", spark={"master": "local[2]"})
     (tmp_path / "myconfig.yaml").write_text(yaml.safe_dump(config))
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     (command,) = [line for block in doc_blocks("bash") for line in block.splitlines() if "myconfig.yaml" in line]
