@@ -37,7 +37,14 @@ def test_torch_is_only_in_the_train_extra_which_setup_installs():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not any(d.startswith("torch") for d in project["dependencies"])
     assert project["optional-dependencies"]["train"] == ["torch==2.13.0"]
-    assert '".[test,train]"' in (ROOT / "scripts" / "setup.sh").read_text()
+    assert '".[test,train,spark]"' in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_pyspark_is_only_in_the_spark_extra_which_setup_installs():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("pyspark") for d in project["dependencies"])
+    assert project["optional-dependencies"]["spark"] == ["pyspark==4.3.0"]
+    assert "command -v java" in (ROOT / "scripts" / "setup.sh").read_text()  # says what to install without it
 
 
 @pytest.mark.slow
