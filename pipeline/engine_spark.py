@@ -135,8 +135,8 @@ def cpu_count() -> int:
 
 def nodes_alive() -> int:
     """The machines the executors (and the driver) are on."""
-    status = session().sparkContext._jsc.sc().getExecutorMemoryStatus()  # "host:port" of each block manager
-    return len({str(address).rsplit(":", 1)[0] for address in status.keySet().toArray()})
+    executors = session().sparkContext._jsc.sc().statusTracker().getExecutorInfos()  # the driver's too
+    return len({info.host() for info in executors})
 
 
 class Shared:
