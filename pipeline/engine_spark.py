@@ -190,7 +190,7 @@ def map_to_parquet(
                     if not result.num_rows:
                         continue
                     if writer is None:
-                        tmp = out / f".part-{first:05d}.parquet.tmp"
+                        tmp = out / f".part-{first:05d}.{os.getpid()}.tmp"  # a second attempt's is its own
                         writer = pq.ParquetWriter(tmp, result.schema)
                     writer.write_table(result.cast(writer.schema))
                     rows += result.num_rows
@@ -260,8 +260,9 @@ def group_to_parquet(
         results = [r for r in _results(fn(_group_rows(group))) if r.num_rows]
         if results:
             table = pa.concat_tables([r.cast(results[0].schema) for r in results])
-            pq.write_table(table, out / f".{name}.tmp")
-            os.replace(out / f".{name}.tmp", out / name)
+            tmp = out / f".{name}.{os.getpid()}.tmp"
+            pq.write_table(table, tmp)
+            os.replace(tmp, out / name)
         return pa.table({"rows": [sum(r.num_rows for r in results)]})
 
     _shuffled(source, by, partitions, before, columns).applyInArrow(run, "rows long").collect()
