@@ -1,10 +1,11 @@
 """Shared test helpers: the repository's paths, the command line as a subprocess, ledger tables, the Spark skip
-(needs_spark), and the CRAWL_SAMPLE pages from shared/crawl_sample.md. (Fixtures and markers are in conftest.py,
+(needs_spark), two runs' output compared byte for byte, and the CRAWL_SAMPLE pages from shared/crawl_sample.md. (Fixtures and markers are in conftest.py,
 which pytest loads itself and which is not meant to be imported.)"""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,37 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.Comple
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
+
+
+# The output folders whose bytes do not depend on the engine, the machines, or a run interrupted and resumed.
+FINAL = ("docs", "rejects", "tokens")
+
+
+def output_files(out: Path) -> dict[str, bytes]:
+    """Every file under OUT's docs/, rejects/ and tokens/ (tokenizer.json too), by its path in OUT."""
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for folder in FINAL
+        for p in sorted((out / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+def assert_same_output(reference: Path, out: Path) -> None:
+    """OUT holds the same docs/, rejects/ and token files as REFERENCE, byte for byte."""
+    expected, found = output_files(reference), output_files(out)
+    assert sorted(expected) == sorted(found)
+    assert any(name.startswith("docs/") for name in expected) and "tokens/tokenizer.json" in expected
+    different = [name for name in expected if expected[name] != found[name]]
+    assert not different, f"differ between {reference} and {out}: {different}"
+
+
+def assert_complete(out: Path) -> dict:
+    """OUT's manifest, once checked: the run completed and every invariant it records holds."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    invariants = manifest["invariants"]
+    assert manifest["complete"] and invariants and all(invariants.values()), invariants
+    return manifest
 
 
 def ledger_table(texts, **extra_columns) -> pa.Table:

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import CONFIGS, FIXTURES, ROOT, SHARED, cli, needs_spark
+from helpers import CONFIGS, FIXTURES, ROOT, SHARED, assert_same_output, cli, needs_spark
 
-FINAL = ("docs", "rejects", "tokens")
 # A loaded machine must not turn a slow page into extract:timeout on one engine only.
 SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]
 
@@ -30,23 +29,6 @@ def run(config: Path, out: Path, settings: list[str], timeout: float = 900) -> s
     result = subprocess.run(command(config, out, settings), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
-
-
-def output_files(out: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(out)): p.read_bytes()
-        for folder in FINAL
-        for p in sorted((out / folder).rglob("*"))
-        if p.is_file()
-    }
-
-
-def assert_same_output(ray_out: Path, spark_out: Path) -> None:
-    ray_files, spark_files = output_files(ray_out), output_files(spark_out)
-    assert sorted(ray_files) == sorted(spark_files)
-    assert any(name.startswith("docs/") for name in ray_files) and "tokens/tokenizer.json" in ray_files
-    different = [name for name in ray_files if ray_files[name] != spark_files[name]]
-    assert not different, f"differ between engine: ray and engine: spark: {different}"
 
 
 @needs_spark

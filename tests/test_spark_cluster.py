@@ -1,15 +1,20 @@
 """The Spark standalone cluster harness (spark_cluster.py) with a small stand-in PySpark job sent by spark-submit:
-the job runs on both workers, and it still completes when a worker is killed while it runs one of its tasks."""
+the job runs on both workers, and it still completes when a worker is killed while it runs one of its tasks.
+Then crawlbelt's own job, scripts/spark_run.py on the fixture crawl: on two workers, and with worker 1 killed
+during the filter pass or during the dedup shuffle, it gives the bytes of an uninterrupted local run."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import needs_spark
+from helpers import CONFIGS, FIXTURES, ROOT, assert_complete, assert_same_output, needs_spark
 from spark_cluster import SparkCluster, processes_in
 
 pytestmark = [needs_spark, pytest.mark.cluster, pytest.mark.slow]
@@ -120,3 +125,89 @@ def test_a_job_completes_when_a_worker_is_killed_under_it(tmp_path):
         (rerun,) = [r for r in output["results"] if r["partition"] == task["partition"]]
         assert rerun["attempt"] > task["attempt"] and worker_of(cluster, rerun["cwd"]) == 0, (task, rerun)
     assert processes_in(cluster.folder) == []
+
+
+# -- crawlbelt's job
+
+CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+# timeout: a loaded machine must not turn a slow page into extract:timeout in one run only. batch_size 4: a
+# filter task keeps its input file open while it filters the file's first batches, long enough to be seen
+# reading it (the output bytes do not depend on the batch size).
+SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64", "read.batch_size=4"]
+SETS = [arg for setting in SETTINGS for arg in ("--set", setting)]
+
+
+def crawl_job(out: Path) -> list[str]:
+    """spark-submit's arguments: scripts/spark_run.py on the fixture crawl into OUT (absolute: the executors
+    write their parts there)."""
+    script = ROOT / "scripts" / "spark_run.py"
+    return [str(script), "run", str(CONFIGS / "local.yaml"), "--input", *CRAWL, "--output", str(out), *SETS]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The fixture crawl run uninterrupted on an embedded Ray of 2 CPUs: the bytes every cluster run must give."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    command = [sys.executable, "-m", "pipeline", "run", str(CONFIGS / "local.yaml"), "--input", *CRAWL]
+    command += ["--output", str(out), *SETS, "--set", "ray.num_cpus=2"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def test_the_crawl_submitted_to_two_workers_gives_the_local_bytes(tmp_path, reference):
+    out = tmp_path / "out"
+    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
+        result = cluster.submit(crawl_job(out), timeout=600)
+        assert result.returncode == 0, cluster.log_tails()
+        # crawlbelt's lines: on spark-submit's stdout, where Spark's PythonRunner sends the Python driver's stderr
+        assert f"crawlbelt: spark: submitted to {cluster.url}, 2 cores" in result.stdout
+        for i in range(2):  # each worker's executor ran tasks of the job (its log, at Spark's default INFO)
+            logs = "".join(p.read_text() for p in cluster.worker_dir(i).glob("app-*/*/stderr"))
+            assert "Running task" in logs, f"worker {i} ran no task:\n" + cluster.log_tails()
+    assert_same_output(reference, out)
+    assert_complete(out)
+
+
+def reading_input(cluster: SparkCluster, i: int) -> bool:
+    """Whether a process of worker i (its executor's Python workers) has an input file of the crawl open: a
+    filter-pass task is reading it there."""
+    for pid in processes_in(cluster.worker_dir(i)):
+        try:
+            if any(os.readlink(fd).startswith(str(FIXTURES)) for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                return True
+        except OSError:
+            pass  # the process or the descriptor is gone
+    return False
+
+
+def at_moment(moment: str, cluster: SparkCluster, out: Path) -> bool:
+    if moment == "filter":
+        return reading_input(cluster, 1)
+    return any((out / "_work" / "candidates").glob("part-*.parquet"))
+
+
+@pytest.mark.parametrize("moment", ["filter", "dedup"])
+def test_the_crawl_gives_the_same_bytes_when_a_worker_is_killed_mid_job(tmp_path, reference, moment):
+    """Worker 1 killed while one of its filter tasks reads an input file (the task must run again on worker 0),
+    or once the near-dedup shuffle's first reducer has written its part of _work/candidates (the map outputs
+    worker 1 holds are lost to the reducers still to fetch them, and must be computed again). The job completes,
+    or fails in one line and the same command on the worker left completes; either way with the reference bytes."""
+    out = tmp_path / "out"
+    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
+        driver = cluster.submit(crawl_job(out), wait=False)
+        deadline = time.monotonic() + 300
+        while not at_moment(moment, cluster, out):
+            assert driver.poll() is None, f"the job ended before the {moment} moment:\n" + cluster.log_tails()
+            assert time.monotonic() < deadline, f"no {moment} moment in 300 s:\n" + cluster.log_tails()
+            time.sleep(0.1)
+        cluster.kill_worker(1, timeout=0)  # its executor's Python workers too, at once: the machine is gone
+        result = cluster.wait(driver, timeout=600)
+        if result.returncode != 0:
+            last = result.stdout.strip().splitlines()[-1]  # crawlbelt's stderr, through spark-submit's stdout
+            assert last.startswith(("crawlbelt: error:", "stage error:", "output error:")), result.stdout[-3000:]
+            # cores.max 1: the job starts on the one worker left instead of waiting for a second
+            result = cluster.submit(crawl_job(out), conf={"spark.cores.max": "1"}, timeout=600)
+        assert result.returncode == 0, cluster.log_tails()
+    assert_same_output(reference, out)
+    assert_complete(out)
