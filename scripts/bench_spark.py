@@ -4,7 +4,7 @@ synthetic corpus with planted near duplicates: wall, CPU-seconds, peak memory, r
     .venv/bin/pip install -e ".[bench]"
     .venv/bin/python scripts/bench_spark.py near --docs 100000   # a smaller corpus
     .venv/bin/python scripts/bench_spark.py near                 # the 1M-document corpus
-    .venv/bin/python scripts/bench_spark.py near --engines text-dedup --driver-memory 8g
+    .venv/bin/python scripts/bench_spark.py near --engines text-dedup-16 --driver-memory 8g
 
 The corpus is bench_dedup's (`corpus`, written by `write_corpus` as the filter pass leaves it: Parquet files
 of order, id, text, stage); every engine reads those same files. Engines so far:
@@ -20,7 +20,11 @@ needs (crawlbelt verifies its candidates, so it uses more bands of fewer rows); 
 these 300-word documents). `--index order` makes its document ids our orders, and `--debug` makes it write
 its component assignment, read for each removed document's dup_of: the smallest order in its component,
 the document it keeps (crawlbelt's dup_of is likewise its cluster's first document). Spark settings are the
-ones the script sets in code (8192 shuffle partitions, edges repartitioned to 4096, output in >= 256 files).
+ones the script sets in code (8192 shuffle partitions, edges repartitioned to 4096, output in >= 256 files),
+plus local[2], --driver-memory (4g) and log level WARN on the spark-submit line.
+
+text-dedup-16: the same, with 16 wherever the script fixes a partition count (TEXTDEDUP_16_PARTITIONS), the
+size of partitioning a 2-core machine wants; it finds exactly the same duplicates.
 
 Measures, for an engine run as a subprocess (`measure`): wall seconds from start to exit; CPU-seconds: user +
 system time of the whole process tree (spark-submit's JVM, the Python driver and workers), each process's
@@ -170,8 +174,9 @@ def _site_packages(python: Path) -> Path:
 
 
 # text-dedup's script fixes its partition counts in code, sized for a cluster: on local[2] its 4096- and
-# 8192-task stages take most of the time (about 15 minutes whatever the corpus size, ~100,000 tasks). The
-# `text-dedup-16` engine runs a copy of the script with these exact strings replaced, all else unchanged.
+# 8192-task stages (about 100,000 tasks whatever the corpus size) take most of the time on small corpora (15
+# of 16 minutes for 20,000 documents here). The `text-dedup-16` engine runs a copy of the script with these
+# exact strings replaced, all else unchanged.
 TEXTDEDUP_16_PARTITIONS = {
     '.set("spark.default.parallelism", "100")': '.set("spark.default.parallelism", "16")',
     '.set("spark.sql.shuffle.partitions", "8192")': '.set("spark.sql.shuffle.partitions", "16")',
@@ -246,12 +251,16 @@ def _run_textdedup(
         "--debug",  # writes the component assignment, for dup_of
     ]
     figures = measure(command, env, work / "textdedup.log")
+    shutil.rmtree(work / "spark-local", ignore_errors=True)  # its shuffle and DISK_ONLY files: gigabytes at 1M
 
     kept = _read_column(output, "order")
-    assignment = _read_parquet(Path(f"{output}-assignment") / "assignment.parquet", ["id", "component"])
-    ids, components = assignment["id"].to_numpy(), assignment["component"].to_numpy()
-    removed = ids != components
-    flagged = dict(zip(ids[removed].tolist(), components[removed].tolist()))
+    flagged: dict[int, int] = {}
+    assignment_folder = Path(f"{output}-assignment") / "assignment.parquet"
+    if assignment_folder.exists():  # it writes none when it finds no candidate pair
+        assignment = _read_parquet(assignment_folder, ["id", "component"])
+        ids, components = assignment["id"].to_numpy(), assignment["component"].to_numpy()
+        removed = ids != components
+        flagged = dict(zip(ids[removed].tolist(), components[removed].tolist()))
     total = pq.ParquetDataset(filtered).read(columns=["order"]).num_rows
     if total - len(kept) != len(flagged):  # the assignment and the written output must tell the same story
         sys.exit(f"bench_spark: text-dedup kept {len(kept)} of {total} but its assignment removes {len(flagged)}")
@@ -293,8 +302,11 @@ def near(args: argparse.Namespace) -> list[dict]:
     for name in args.engines:
         engine_work = work / name
         engine_work.mkdir()
+        load_before = os.getloadavg()[0]
         figures, flagged = ENGINES[name](work / "filtered", engine_work, args)
         result = {"engine": name, "docs": args.docs, **figures, **quality(flagged, words, copy_of)}
+        # the machine's 1-minute load average before and after: wall time is only comparable on a quiet machine
+        result["load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
         print(json.dumps(result), flush=True)
         results.append(result)
     return results
