@@ -64,6 +64,10 @@ TEXTDEDUP_REQUIREMENTS = [
     "numpy==2.4.6",
     "scipy==1.17.1",
     "xxhash==4.1.0",
+    # datasets, a declared dependency, brings these two; with them pyspark runs the script's length-check UDF
+    # through Arrow, as `spark.sql.execution.arrow.pyspark.enabled`, which it sets, asks
+    "pyarrow==26.0.1",
+    "pandas==3.1.1",
 ]
 # without its declared dependencies, which its Spark script does not import (datasets, unisim, ...)
 TEXTDEDUP = "text-dedup==0.4.0"
