@@ -105,21 +105,25 @@ def write_corpus(words: np.ndarray, vocab: np.ndarray, folder: Path, chunk: int 
 
 
 class PeakMemory:
-    """Peak of the summed proportional set size (PSS) of this process and all its descendants (Ray's
-    workers included), sampled twice a second."""
+    """Peak of the summed proportional set size (PSS) of this process (or of process `pid`) and all its
+    descendants (Ray's workers included), sampled twice a second."""
 
-    def __init__(self):
+    def __init__(self, pid: int | None = None):
         import psutil
 
-        self.psutil, self.peak, self.running = psutil, 0, True
+        self.psutil, self.pid, self.peak, self.running = psutil, pid, 0, True
         self.thread = threading.Thread(target=self.sample, daemon=True)
         self.thread.start()
 
     def sample(self):
-        me = self.psutil.Process()
         while self.running:
             total = 0
-            for proc in [me] + me.children(recursive=True):
+            try:
+                me = self.psutil.Process(self.pid)
+                tree = [me] + me.children(recursive=True)
+            except self.psutil.NoSuchProcess:  # a subprocess being sampled has ended
+                break
+            for proc in tree:
                 try:
                     total += proc.memory_full_info().pss
                 except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
@@ -164,13 +168,7 @@ def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
     ray.shutdown()
     peak_gb = memory.stop()
 
-    # quality against the planted truth
     flagged = {o: int(d.split("-")[1]) for o, d in zip(verdicts["order"].to_pylist(), verdicts["dup_of"].to_pylist())}
-    planted = np.flatnonzero(copy_of >= 0)
-    truth = {int(c): jaccard(words[c], words[copy_of[c]]) for c in planted}
-    high = [c for c, j in truth.items() if j >= 0.8]
-    found = sum(1 for c in high if flagged.get(c) == copy_of[c])
-    pair_j = [truth[o] if copy_of[o] == s else jaccard(words[o], words[s]) for o, s in flagged.items()]
     return {
         "docs": n_docs,
         "shards": shards,
@@ -179,12 +177,26 @@ def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
         "cpu_seconds": round(cpu, 1),
         "peak_pss_gb": round(peak_gb, 2),
         "stage_seconds": {k: round(v, 1) for k, v in seconds.items()},
+        **quality(flagged, words, copy_of),
+        "corpus_seconds": round(generate_seconds, 1),
+    }
+
+
+def quality(flagged: dict[int, int], words: np.ndarray, copy_of: np.ndarray) -> dict:
+    """A dedup's result against the planted truth. `flagged` maps each removed document's order to the order
+    of the document it was judged a duplicate of. Recall: planted copies with J >= 0.8 flagged as duplicates
+    of their own original; precision: flagged pairs whose true J >= 0.7."""
+    planted = np.flatnonzero(copy_of >= 0)
+    truth = {int(c): jaccard(words[c], words[copy_of[c]]) for c in planted}
+    high = [c for c, j in truth.items() if j >= 0.8]
+    found = sum(1 for c in high if flagged.get(c) == copy_of[c])
+    pair_j = [truth[o] if copy_of[o] == s else jaccard(words[o], words[s]) for o, s in flagged.items()]
+    return {
         "planted_pairs": len(truth),
         "pairs_j_ge_0.8": len(high),
         "recall_j_ge_0.8": round(found / max(1, len(high)), 4),
         "flagged": len(flagged),
         "precision_j_ge_0.7": round(float(np.mean(np.array(pair_j) >= 0.7)), 4),
-        "corpus_seconds": round(generate_seconds, 1),
     }
 
 
