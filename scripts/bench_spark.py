@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import glob
 import json
 import os
 import shutil
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +58,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_dedup import PeakMemory, corpus, quality, vocabulary, write_corpus  # noqa: E402
 
+REALHTML_WARCS = str(ROOT.parent / "shared" / "realhtml" / "warc" / "*.warc.gz")
 TEXTDEDUP_VENV = ROOT / ".bench" / "textdedup-venv"
 TEXTDEDUP_REQUIREMENTS = [
     # the imports of text_dedup/minhash_spark.py (numpy, scipy, xxhash, pyspark); pyspark as crawlbelt's
@@ -289,7 +292,59 @@ def _read_column(folder: Path, column: str) -> np.ndarray:
 
 # name -> function(corpus folder, work folder, args) -> (figures: wall_seconds, cpu_seconds, peak_pss_gb;
 # flagged: {removed document's order: order of the document it duplicates})
-ENGINES = {"text-dedup": run_textdedup, "text-dedup-16": run_textdedup_16}
+# ---------------------------------------------------------------------------------------------
+# crawlbelt on either engine: each run a fresh subprocess of this script (`_dedup`, `_filter`), measured alike
+
+
+def crawlbelt_config(engine_name: str, args: argparse.Namespace):
+    """Settings that start `engine_name` on this machine's 2 cores (Ray: bench_dedup's object store)."""
+    from pipeline.config import RayConfig, SparkConfig
+
+    return (
+        engine_name,
+        RayConfig(num_cpus=2),
+        SparkConfig(master="local[2]", conf={"spark.driver.memory": args.driver_memory}),
+    )
+
+
+def run_crawlbelt(
+    engine_name: str, filtered: Path, work: Path, args: argparse.Namespace
+) -> tuple[dict, dict[int, int]]:
+    """crawlbelt's dedup pass (exact, then near with exact verification, its defaults) on `engine_name`."""
+    command = [
+        sys.executable,
+        __file__,
+        "_dedup",
+        "--engine",
+        engine_name,
+        "--folder",
+        str(filtered),
+        "--work",
+        str(work),
+    ]
+    figures = measure(command + ["--driver-memory", args.driver_memory], os.environ.copy(), work / "run.log")
+    verdicts = pq.read_table(work / "verdicts.parquet")  # exact and near, as bench_dedup scores them
+    dup_of = [int(d.split("-")[1]) for d in verdicts["dup_of"].to_pylist()]  # bench_dedup's ids: doc-ORDER
+    return figures, dict(zip(verdicts["order"].to_pylist(), dup_of))
+
+
+def _dedup(args: argparse.Namespace) -> None:
+    from pipeline import dedup, engine
+    from pipeline.config import Config, DedupConfig
+
+    name, ray, spark = crawlbelt_config(args.engine, args)
+    engine.start(Config(engine=name, ray=ray, spark=spark))
+    verdicts, _ = dedup.run(Path(args.folder), DedupConfig(), Path(args.work))
+    pq.write_table(verdicts, Path(args.work) / "verdicts.parquet")
+    engine.stop()
+
+
+ENGINES = {
+    "crawlbelt-ray": partial(run_crawlbelt, "ray"),
+    "crawlbelt-spark": partial(run_crawlbelt, "spark"),
+    "text-dedup": run_textdedup,
+    "text-dedup-16": run_textdedup_16,
+}
 
 
 def near(args: argparse.Namespace) -> list[dict]:
@@ -316,6 +371,40 @@ def near(args: argparse.Namespace) -> list[dict]:
     return results
 
 
+def filter_pass(args: argparse.Namespace) -> list[dict]:
+    """crawlbelt's filter pass over the same WARCs on Ray and on Spark, 2 cores each: documents (the HTML
+    records handed to extraction) per CPU-second of the whole process tree, start-up included."""
+    results = []
+    for name in ("ray", "spark"):
+        work = ROOT / "out" / "bench-spark-filter" / name
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        command = [sys.executable, __file__, "_filter", "--engine", name, "--work", str(work), "--warcs", *args.warcs]
+        load_before = os.getloadavg()[0]
+        figures = measure(command + ["--driver-memory", args.driver_memory], os.environ.copy(), work / "run.log")
+        parts = pq.read_table(work / "filtered", columns=["stage"])["stage"].to_pylist()
+        documents = sum(stage != "read" for stage in parts)
+        result = {"engine": f"crawlbelt-{name} filter pass", "docs": documents, **figures}
+        result["docs_per_cpu_second"] = round(documents / figures["cpu_seconds"], 2)
+        result["load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    ray, spark = results
+    print(f"Spark / Ray CPU-seconds: {spark['cpu_seconds'] / ray['cpu_seconds']:.2f}", flush=True)
+    return results
+
+
+def _filter(args: argparse.Namespace) -> None:
+    from pipeline import engine, filtering
+    from pipeline.config import load_config
+
+    config = load_config(str(ROOT / "configs" / "local.yaml"), inputs=args.warcs, output=str(Path(args.work) / "out"))
+    config.engine, config.ray, config.spark = crawlbelt_config(args.engine, args)
+    engine.start(config)
+    filtering.run(config, filtering.input_files(config), Path(args.work) / "filtered")
+    engine.stop()
+
+
 def table(results: list[dict]) -> str:
     columns = [
         ("engine", "engine", "{}"),
@@ -335,12 +424,18 @@ def table(results: list[dict]) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["near"])
+    parser.add_argument("what", choices=["near", "filter", "_dedup", "_filter"])
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--engines", nargs="+", choices=list(ENGINES), default=list(ENGINES))
     parser.add_argument("--driver-memory", default="4g", help="Spark driver (local mode: all executors) memory")
+    parser.add_argument("--warcs", nargs="+", default=sorted(glob.glob(REALHTML_WARCS)), help="filter: the input")
+    parser.add_argument("--engine", help=argparse.SUPPRESS)  # _dedup, _filter: one engine's run
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    results = near(args)
+    if args.what.startswith("_"):
+        return {"_dedup": _dedup, "_filter": _filter}[args.what](args)
+    results = near(args) if args.what == "near" else filter_pass(args)
     print(table(results))
 
 
