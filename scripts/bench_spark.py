@@ -1,13 +1,18 @@
-"""Near dedup on Spark against Ray and text-dedup's Spark MinHash (issue 14), on scripts/bench_dedup.py's
-synthetic corpus with planted near duplicates: wall, CPU-seconds, peak memory, recall and precision.
+"""crawlbelt on Spark against crawlbelt on Ray (issue 14), same data, same 2 cores, in one run each:
 
     .venv/bin/pip install -e ".[bench]"
-    .venv/bin/python scripts/bench_spark.py near --docs 100000   # a smaller corpus
-    .venv/bin/python scripts/bench_spark.py near                 # the 1M-document corpus
+    .venv/bin/python scripts/bench_spark.py filter               # the filter pass over ../shared/realhtml's WARCs
+    .venv/bin/python scripts/bench_spark.py near --docs 100000   # near dedup on a smaller corpus
+    .venv/bin/python scripts/bench_spark.py near                 # the 1M-document corpus, all four engines
     .venv/bin/python scripts/bench_spark.py near --engines text-dedup-16 --driver-memory 8g
 
-The corpus is bench_dedup's (`corpus`, written by `write_corpus` as the filter pass leaves it: Parquet files
-of order, id, text, stage); every engine reads those same files. Engines so far:
+filter: crawlbelt's filter pass (configs/local.yaml's stages) on each engine, documents (HTML records handed to
+extraction) per CPU-second of the whole process tree, the engine's start-up included.
+
+near: the dedup pass on scripts/bench_dedup.py's synthetic corpus with planted near duplicates: wall,
+CPU-seconds, peak memory, recall and precision, for crawlbelt-ray and crawlbelt-spark (its DedupConfig
+defaults) and text-dedup's Spark MinHash. The corpus is bench_dedup's (`corpus`, written by `write_corpus` as
+the filter pass leaves it: Parquet files of order, id, text, stage); every engine reads those same files.
 
 text-dedup: ChenghaoMou/text-dedup 0.4.0 from PyPI, its `text_dedup/minhash_spark.py` run unchanged by
 spark-submit on local[2], in its own venv (.bench/textdedup-venv, made once with this Python; see
@@ -415,7 +420,9 @@ def table(results: list[dict]) -> str:
         ("recall J>=0.8", "recall_j_ge_0.8", "{:.4f}"),
         ("precision J>=0.7", "precision_j_ge_0.7", "{:.4f}"),
         ("flagged", "flagged", "{:,}"),
+        ("docs / CPU s", "docs_per_cpu_second", "{:.2f}"),
     ]
+    columns = [column for column in columns if column[1] in results[0]]  # near's or filter's
     rows = [[title for title, _, _ in columns]]
     rows += [[form.format(result[key]) for _, key, form in columns] for result in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
