@@ -51,6 +51,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -344,7 +345,7 @@ def _dedup(args: argparse.Namespace) -> None:
     engine.stop()
 
 
-ENGINES = {
+ENGINES: dict[str, Callable[[Path, Path, argparse.Namespace], tuple[dict, dict[int, int]]]] = {
     "crawlbelt-ray": partial(run_crawlbelt, "ray"),
     "crawlbelt-spark": partial(run_crawlbelt, "spark"),
     "text-dedup": run_textdedup,
