@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import pickle
 import socket
 import sys
 import warnings
@@ -160,10 +159,10 @@ def map_items(function: Callable[[dict], dict], items: list[dict], resources=Non
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for _, item in _items(batches):
             result = {**function(item), "node": socket.gethostname()}
-            yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(result)]})
+            yield pa.RecordBatch.from_pydict({"result": [_item_to_bytes(result)]})
 
     rows = _frame(items, len(items)).mapInArrow(run, "result binary").collect()
-    return [pickle.loads(row.result) for row in rows]
+    return [_item_from_bytes(row.result) for row in rows]
 
 
 def map_to_parquet(
@@ -286,8 +285,8 @@ def connected_components(edges: Path, nodes: np.ndarray) -> pa.Table:
 
 
 def _frame(items: list, tasks: int) -> DataFrame:
-    """The items as a DataFrame of (index, pickled item) in `tasks` partitions of consecutive items."""
-    rows = [(i, pickle.dumps(item)) for i, item in enumerate(items)]
+    """The items as a DataFrame of (index, item as Arrow IPC bytes) in `tasks` partitions of consecutive items."""
+    rows = [(i, _item_to_bytes(item)) for i, item in enumerate(items)]
     return session().createDataFrame(session().sparkContext.parallelize(rows, max(1, tasks)), ITEMS)
 
 
@@ -300,7 +299,7 @@ def _source_frame(source: Source, tasks: int | None) -> DataFrame:
 
 def _items(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, dict]]:
     for batch in batches:
-        yield from zip(batch.column("index").to_pylist(), map(pickle.loads, batch.column("item").to_pylist()))
+        yield from zip(batch.column("index").to_pylist(), map(_item_from_bytes, batch.column("item").to_pylist()))
 
 
 def _inputs(batches: Iterator[pa.RecordBatch], folder: bool, columns: list[str] | None):
@@ -374,3 +373,13 @@ def _to_bytes(table: pa.Table) -> bytes:
 
 def _from_bytes(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(data).read_all()
+
+
+def _item_to_bytes(item: dict) -> bytes:
+    """A work item or a task's result (a dict of numbers, text, bytes and such dicts) as a one-row Arrow table:
+    data, never code, crosses between driver and executors (no pickle to load)."""
+    return _to_bytes(pa.Table.from_pylist([item]))
+
+
+def _item_from_bytes(data: bytes) -> dict:
+    return _from_bytes(data).to_pylist()[0]

@@ -27,7 +27,7 @@ def test_a_config_cannot_run_code(tmp_path):
 
 
 def test_no_unsafe_loading_in_the_code():
-    unsafe = re.compile(r"\bpickle\.loads?\(|\beval\(|\bexec\(|weights_only=False|yaml\.load\(|yaml\.unsafe_load")
+    unsafe = re.compile(r"\bpickle\.loads?\b|\beval\(|\bexec\(|weights_only=False|yaml\.load\(|yaml\.unsafe_load")
     found = [
         f"{path.relative_to(ROOT)}:{n}"
         for folder in ("pipeline", "stages")
