@@ -149,7 +149,8 @@ DOCUMENT_STAGES = {
         ),
     ]
 }
-DEFAULT_STAGES = list(DOCUMENT_STAGES)
+# The belt without a `stages:` list; the other DOCUMENT_STAGES run only where a config lists them.
+DEFAULT_STAGES = ["extract", "language", "quality", "repetition", "classifier"]
 
 DEDUP_STAGES = [
     StageSpec(
@@ -306,11 +307,16 @@ def added_columns(config) -> dict[str, pa.DataType]:
 
 def readme_table() -> str:
     """The README's table of the default belt's stages (tests/test_spec.py checks the README holds it)."""
-    rows = [READ, *DOCUMENT_STAGES.values(), *DEDUP_STAGES, *TOKENS_STEPS]
+    rows = [READ, *(DOCUMENT_STAGES[name] for name in DEFAULT_STAGES), *DEDUP_STAGES, *TOKENS_STEPS]
     lines = ["| # | stage | what it does | rejects as |", "|---|---|---|---|"]
     lines += [
         f"| {i} | {spec.name.replace('_', ' ')} | {spec.summary} | {spec.rejects} |" for i, spec in enumerate(rows, 1)
     ]
+    optional = [spec for name, spec in DOCUMENT_STAGES.items() if name not in DEFAULT_STAGES]
+    if optional:
+        lines += ["", "Built-in stages a `stages:` list may add, anywhere among stages 2 to 6:", ""]
+        lines += ["| stage | what it does | rejects as |", "|---|---|---|"]
+        lines += [f"| `{spec.name}` | {spec.summary} | {spec.rejects} |" for spec in optional]
     return "\n".join(lines)
 
 

@@ -38,13 +38,15 @@ def run_on_alive(
     stage: str,
     compute: Callable[[pa.Table], tuple[dict[str, pa.Array], list[str | None] | None, list[str | None] | None]],
     new_columns: dict[str, pa.DataType],
+    replaces: tuple[str, ...] = (),
 ) -> pa.Table:
     """Run `compute` on the alive rows of `batch` and write its results back.
 
     `compute(alive)` returns (columns, reasons, details): `columns` maps each name in `new_columns` to an
     array with one value per alive row; `reasons` holds a reject code (or None to keep) per alive row;
     `details` optional free text per alive row. Rows that were already decided get nulls in new columns
-    and keep their verdict.
+    and keep their verdict. `replaces`: columns of `new_columns` the batch already has, which a stage that
+    changes them (a modifier: masking text) writes for the alive rows only; the other rows keep theirs.
     """
     mask = alive_mask(batch)
     positions = np.flatnonzero(mask)
@@ -56,6 +58,8 @@ def run_on_alive(
 
     for name, type_ in new_columns.items():
         column = _scatter(pa.array(columns[name], type_), positions, len(mask), type_)
+        if name in replaces:
+            column = pc.if_else(pa.array(mask), column, batch[name].cast(type_))
         if name in batch.column_names:
             batch = batch.set_column(batch.schema.get_field_index(name), name, column)
         else:
