@@ -26,6 +26,8 @@ import yaml
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
+from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
+from stages.quality import WORDS as QUALITY_WORDS
 from stages.read_text import text_column_problem
 from stages.warc_read import DOCUMENT_SCHEMA
 
@@ -187,6 +189,8 @@ class LanguageConfig:
 @dataclass
 class QualityConfig:
     enabled: bool = True
+    words: str = "whitespace"  # whitespace, or datatrove: words split as datatrove 0.10.1's Gopher filter does
+    stop_words: str = "auto"  # auto: the row's language's stop words (its `lang`); english: English for every row
     min_words: int = 50
     max_words: int = 100_000
     min_mean_word_length: float = 3
@@ -627,6 +631,8 @@ CHOICES = {
     "extract.method": EXTRACT_METHODS,
     "extract.favor": ("balanced", "precision", "recall"),
     "language.method": LANGUAGE_METHODS,
+    "quality.words": QUALITY_WORDS,
+    "quality.stop_words": QUALITY_STOP_WORDS,
     "classifier.kind": ("naive_bayes", "fasttext", "none"),
     "dedup.verify": ("exact", "estimated", "none"),
     "tokenizer.engine": ("auto", "tokenizers"),

@@ -12,18 +12,48 @@ from itertools import filterfalse
 
 import numpy as np
 import pyarrow as pa
+import regex
 
 from .ledger import run_on_alive
+from .words import DATATROVE_PUNCTUATION as _DATATROVE_PUNCTUATION
+from .words import datatrove_words
 
 GOPHER_STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
+# The same rule for other languages: eight of each language's most frequent function words, chosen as Gopher's
+# English eight are (articles, the copula, "and", the commonest prepositions and conjunctions), every one of
+# them in that language's list of stopwordsiso 0.6.1 (MIT licence; tests/test_quality_languages.py checks).
+# docs/design.md explains the choice and docs/benchmarks.md measures how often real pages hold them.
+STOP_WORDS_BY_LANGUAGE: dict[str, frozenset[str]] = {
+    "en": GOPHER_STOP_WORDS,
+    "de": frozenset("der die das und ist zu von mit".split()),
+    "fr": frozenset("le la les de et à que est".split()),
+    "es": frozenset("el la de que y en los con".split()),
+    "it": frozenset("il la di che e è per con".split()),
+    "pt": frozenset("o a de que e do da em".split()),
+    "nl": frozenset("de het een en van dat is met".split()),
+    "pl": frozenset("i w z na się że nie jest".split()),
+    "ru": frozenset("и в не на что с это как".split()),
+    "el": frozenset("και το να του της η με σε".split()),
+    "zh": frozenset("的 是 在 了 和 有 不 这".split()),
+    "ja": frozenset("の に は を が で た と".split()),
+}
+# Languages written without spaces between words: each Han or kana character counts as a word (see
+# _cjk_words), so the mean-word-length rule, made for words of letters, does not apply to them.
+UNSPACED_LANGUAGES = frozenset({"zh", "ja"})
+WORDS = ("whitespace", "datatrove")
+STOP_WORDS = ("auto", "english")
 _BULLETS = ("-", "*", "•")
 _ELLIPSES = ("...", "…")
 _PUNCTUATION = string.punctuation + "“”‘’«»…"
+_CJK_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[^\s\p{Han}\p{Hiragana}\p{Katakana}]+")
 
 
 def gopher_quality_rules(
     text: str,
     *,
+    lang: str | None = None,
+    words="whitespace",
+    stop_words="auto",
     min_words=50,
     max_words=100_000,
     min_mean_word_length=3,
@@ -34,11 +64,33 @@ def gopher_quality_rules(
     min_alpha_words_ratio=0.8,
     min_stop_words=2,
 ) -> list[str]:
-    """Names of the Gopher quality rules `text` breaks, in the order of crawl_sample.md's table."""
+    """Names of the Gopher quality rules `text` breaks, in the order of crawl_sample.md's table.
+
+    `lang`: the text's language (the language stage's `lang`); with `stop_words` auto it picks the stop-word
+    list (STOP_WORDS_BY_LANGUAGE; English for any other language or none) and, for zh and ja, counts each Han
+    or kana character as a word. `words`: whitespace splits words on whitespace; datatrove splits them as
+    datatrove 0.10.1's Gopher filter does (stages/words.py): punctuation marks become tokens of their own,
+    which count in the ratios' denominators but not as words (too_short, too_long, mean length).
+    """
+    if words not in WORDS:
+        raise ValueError(f"unknown words {words!r}; expected one of {', '.join(WORDS)}")
+    if stop_words not in STOP_WORDS:
+        raise ValueError(f"unknown stop_words {stop_words!r}; expected one of {', '.join(STOP_WORDS)}")
     text = text or ""
-    words = text.split()
+    if stop_words == "english" or lang is None:
+        lang = "en"
+    stops = STOP_WORDS_BY_LANGUAGE.get(lang, GOPHER_STOP_WORDS)
+    unspaced = lang in UNSPACED_LANGUAGES
+    if unspaced:
+        tokens = _cjk_words(text)
+    elif words == "datatrove":
+        tokens = datatrove_words(text)
+    else:
+        tokens = text.split()
+    # The words that count: every token, or (datatrove) those that are not only punctuation.
+    counted = [w for w in tokens if not _DATATROVE_PUNCTUATION.issuperset(w)] if words == "datatrove" else tokens
     lines = [line for line in text.splitlines() if line.strip()]
-    n_words = len(words)
+    n_words, n_tokens = len(counted), len(tokens)
     broken = []
 
     if n_words < min_words:
@@ -47,11 +99,11 @@ def gopher_quality_rules(
         broken.append("too_long")
     # The ratio rules say nothing about a text without words (too_short already rejects it).
     if n_words:
-        mean_length = sum(map(len, words)) / n_words
-        if not min_mean_word_length <= mean_length <= max_mean_word_length:
+        mean_length = sum(map(len, counted)) / n_words
+        if not unspaced and not min_mean_word_length <= mean_length <= max_mean_word_length:
             broken.append("odd_word_length")
         symbols = text.count("#") + sum(text.count(e) for e in _ELLIPSES)
-        if symbols / n_words > max_symbol_word_ratio:
+        if symbols / n_tokens > max_symbol_word_ratio:
             broken.append("too_many_symbols")
     if lines:
         if sum(line.lstrip().startswith(_BULLETS) for line in lines) / len(lines) > max_bullet_lines_ratio:
@@ -60,19 +112,34 @@ def gopher_quality_rules(
             broken.append("mostly_ellipsis")
     if n_words:
         # A word has a letter if it is all letters (checked in C, most words), else if any character is one.
-        letterless = sum(1 for w in filterfalse(str.isalpha, words) if not any(map(str.isalpha, w)))
-        if (n_words - letterless) / n_words < min_alpha_words_ratio:
+        letterless = sum(1 for w in filterfalse(str.isalpha, tokens) if not any(map(str.isalpha, w)))
+        if (n_tokens - letterless) / n_tokens < min_alpha_words_ratio:
             broken.append("too_few_alphabetic_words")
-    # Surrounding punctuation is stripped so that "the," or "(with" still count as stop words. The bare
-    # words usually hold enough stop words already; only when they do not are the stripped forms needed.
-    # (Lowering the whole text lowers each word the same way: no lowercase mapping makes or removes
-    # whitespace, and the one context-dependent mapping, final sigma, cannot produce a stop word.)
-    present = set(text.lower().split()) & GOPHER_STOP_WORDS
-    if len(present) < min_stop_words:
-        present = {w.lower().strip(_PUNCTUATION) for w in words} & GOPHER_STOP_WORDS
-        if len(present) < min_stop_words:
-            broken.append("missing_stop_words")
+    if not _has_stop_words(text, tokens, stops, min_stop_words, stripped=words == "whitespace" and not unspaced):
+        broken.append("missing_stop_words")
     return broken
+
+
+def _has_stop_words(text: str, tokens: list[str], stops: frozenset[str], minimum: int, stripped: bool) -> bool:
+    """Whether at least `minimum` of `stops` are among the text's words, in any case. `stripped`: the words are
+    whitespace-split, so surrounding punctuation is stripped first ("the," and "(with" count); datatrove's
+    tokens and CJK characters have none.
+
+    The bare words usually hold enough stop words already; only when they do not are the stripped forms
+    needed. (Lowering the whole text lowers each word the same way: no lowercase mapping makes or removes
+    whitespace, and the one context-dependent mapping, final sigma, cannot produce a stop word.)
+    """
+    if not stripped:
+        return len({w.lower() for w in tokens} & stops) >= minimum
+    if len(set(text.lower().split()) & stops) >= minimum:
+        return True
+    return len({w.lower().strip(_PUNCTUATION) for w in tokens} & stops) >= minimum
+
+
+def _cjk_words(text: str) -> list[str]:
+    """Words of a text written without spaces: each Han or kana character, and each run of anything else
+    between whitespace (Latin words, numbers, punctuation)."""
+    return _CJK_WORD.findall(text)
 
 
 # --- repetition -------------------------------------------------------------------------------
@@ -254,17 +321,28 @@ class _RuleStage:
         return run_on_alive(batch, self.name, self._compute, {})
 
     def _compute(self, alive: pa.Table):
+        verdicts = self._verdicts(alive)
+        return {}, [f"{self.name}:{','.join(broken)}" if broken else None for broken in verdicts], None
+
+    def _verdicts(self, alive: pa.Table) -> list[list[str]]:
         texts = alive["text"].to_pylist()
         if self.batch_rules is not None:
-            verdicts = self.batch_rules(texts, **self.kwargs)
-        else:
-            verdicts = [self.rules(text or "", **self.kwargs) for text in texts]
-        return {}, [f"{self.name}:{','.join(broken)}" if broken else None for broken in verdicts], None
+            return self.batch_rules(texts, **self.kwargs)
+        return [self.rules(text or "", **self.kwargs) for text in texts]
 
 
 class GopherQuality(_RuleStage):
+    """The quality rules; with `stop_words` auto each row's `lang` (where the language stage ran before this
+    stage) picks its stop words."""
+
     name = "quality"
     rules = staticmethod(gopher_quality_rules)
+
+    def _verdicts(self, alive: pa.Table) -> list[list[str]]:
+        if "lang" not in alive.column_names or self.kwargs.get("stop_words", "auto") == "english":
+            return super()._verdicts(alive)
+        texts, langs = alive["text"].to_pylist(), alive["lang"].to_pylist()
+        return [self.rules(text or "", lang=lang, **self.kwargs) for text, lang in zip(texts, langs)]
 
 
 class GopherRepetition(_RuleStage):

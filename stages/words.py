@@ -1,0 +1,214 @@
+"""Words as datatrove 0.10.1's Gopher quality filter counts them: spaCy's English tokenizer, reimplemented.
+
+datatrove splits a text with `spacy.blank("en")` (its `load_word_tokenizer("eng")`) and drops the tokens
+that are only whitespace. spaCy splits on whitespace, then peels prefixes and suffixes off each chunk
+(punctuation, quotes, brackets, ellipses, currency, units after a number, "'s"), one at a time, and splits
+what is left on infixes (hyphens and slashes between letters, a comma between letters, a full stop between
+a lower- and an upper-case letter, ellipses); a chunk that is a URL or one of its exceptions (contractions,
+abbreviations, emoticons) is kept whole or split its own way. This module follows that algorithm with
+spaCy 3.8's English rules (spacy/lang/punctuation.py, char_classes.py, en/; MIT licence) and a few of the
+exceptions: the contractions (do n't, I 'm), single letters and a few common abbreviations with a full stop.
+Left out: spaCy's other exceptions (about a thousand abbreviations and emoticons), which move a full stop
+or split an emoticon, so a rare text differs by a token or two (docs/benchmarks.md, "Gopher quality:
+agreement with datatrove", measures what that does to the verdicts).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+
+import regex
+
+# spaCy's character classes (spacy/lang/char_classes.py), with Unicode properties for its letter ranges:
+# a letter of any script; spaCy's own lists name the Latin, Cyrillic, Greek and some other scripts, which
+# for the texts this is used on is the same.
+_ALPHA = r"\p{L}"
+_LOWER = r"\p{Ll}\p{Lo}"  # spaCy counts uncased scripts (CJK, kana, Hebrew, ...) as both lower and upper
+_UPPER = r"\p{Lu}\p{Lo}"
+_PUNCT = r"… …… , : ; \! \? ¿ ؟ ¡ \( \) \[ \] \{ \} < > _ # \* & 。 ？ ！ ， 、 ； ： ～ · । ، ۔ ؛ ٪".split()
+_QUOTES = r"\' \" ” “ ` ‘ ´ ’ ‚ , „ » « 「 」 『 』 （ ） 〔 〕 【 】 《 》 〈 〉 〈 〉 ⟦ ⟧".split()
+_CONCAT_QUOTES = "".join(_QUOTES)
+_CURRENCY = r"\$ £ € ¥ ฿ US\$ C\$ A\$ ₽ ﷼ ₴ ₠ ₡ ₢ ₣ ₤ ₥ ₦ ₧ ₨ ₩ ₪ ₫ € ₭ ₮ ₯ ₰ ₱ ₲ ₳ ₴ ₵ ₶ ₷ ₸ ₹ ₺ ₻ ₼ ₽ ₾ ₿".split()
+_UNITS = (
+    "km km² km³ m m² m³ dm dm² dm³ cm cm² cm³ mm mm² mm³ ha µm nm yd in ft kg g mg µg t lb oz m/s km/h kmh mph "
+    "hPa Pa mbar mb MB kb KB gb GB tb TB T G M K % км км² км³ м м² м³ дм дм² дм³ см см² см³ мм мм² мм³ нм кг г мг "
+    "м/с км/ч кПа Па мбар Кб КБ кб Мб МБ мб Гб ГБ гб Тб ТБ тб"
+).split()
+_HYPHENS = "- – — -- --- —— ~".split()
+_ELLIPSES = [r"\.\.+", "…"]
+_ICONS = [r"\p{So}"]  # spaCy lists the So (other symbol) code points
+_CONCAT_PUNCT = "".join(p for p in _PUNCT)
+
+_PREFIXES = ["§", "%", "=", "—", "–", r"\+(?![0-9])", *_PUNCT, *_ELLIPSES, *_QUOTES, *_CURRENCY, *_ICONS]
+_SUFFIXES = [
+    *_PUNCT,
+    *_ELLIPSES,
+    *_QUOTES,
+    *_ICONS,
+    "'s",
+    "'S",
+    "’s",
+    "’S",
+    "—",
+    "–",
+    r"(?<=[0-9])\+",
+    r"(?<=°[FfCcKk])\.",
+    r"(?<=[0-9])(?:{})".format("|".join(_CURRENCY)),
+    r"(?<=[0-9])(?:{})".format("|".join(map(regex.escape, _UNITS))),
+    rf"(?<=[0-9{_LOWER}%²\-\+{_CONCAT_QUOTES}{_CONCAT_PUNCT}])\.",
+    rf"(?<=[{_UPPER}][{_UPPER}])\.",
+]
+_INFIXES = [
+    *_ELLIPSES,
+    *_ICONS,
+    r"(?<=[0-9])[+\-\*^](?=[0-9-])",
+    rf"(?<=[{_LOWER}{_CONCAT_QUOTES}])\.(?=[{_UPPER}{_CONCAT_QUOTES}])",
+    rf"(?<=[{_ALPHA}]),(?=[{_ALPHA}])",
+    r"(?<=[{a}0-9])(?:{h})(?=[{a}])".format(a=_ALPHA, h="|".join(_HYPHENS)),
+    rf"(?<=[{_ALPHA}0-9])[:<>=/](?=[{_ALPHA}])",
+]
+_PREFIX = regex.compile("^(?:" + "|".join(f"(?:{p})" for p in _PREFIXES) + ")")
+_SUFFIX = regex.compile("(?:" + "|".join(f"(?:{s})" for s in _SUFFIXES) + ")$")
+_INFIX = regex.compile("|".join(f"(?:{i})" for i in _INFIXES))
+
+# spaCy's URL_MATCH (spacy/lang/tokenizer_exceptions.py), without its IP-address branch.
+_URL = regex.compile(
+    r"^(?:(?:[\w\+\-\.]{2,})://)?(?:\S+(?::\S*)?@)?"
+    rf"(?:(?:(?:[A-Za-z0-9\u00a1-\uffff][A-Za-z0-9\u00a1-\uffff_-]{{0,62}})?[A-Za-z0-9\u00a1-\uffff]\.)+"
+    rf"(?:[{_LOWER}]{{2,63}}))(?::\d{{2,5}})?(?:[/?#]\S*)?$"
+)
+
+
+def _data(name: str) -> dict:
+    """One of the JSON files in stages/data/ (each says where it comes from and its licence)."""
+    return json.loads((importlib.resources.files("stages") / "data" / name).read_text("utf-8"))
+
+
+# The characters datatrove counts as punctuation: a token made only of them is not a word.
+DATATROVE_PUNCTUATION = frozenset(_data("datatrove_punctuation.json")["characters"])
+
+
+@functools.cache
+def _exceptions() -> dict[str, tuple[str, ...]]:
+    """spaCy's English tokenizer exceptions, chunk -> its tokens (data/spacy_en_exceptions.json says where
+    they come from): contractions ("don't" -> "do" "n't", "cannot" -> "can" "not"), abbreviations kept
+    with their full stop ("etc.", "Calif."), emoticons kept whole (":)")."""
+    return {chunk: tuple(tokens) for chunk, tokens in _data("spacy_en_exceptions.json")["exceptions"].items()}
+
+
+def datatrove_words(text: str) -> list[str]:
+    """The tokens datatrove 0.10.1's Gopher quality filter counts as words for English text."""
+    words: list[str] = []
+    for chunk in text.split():
+        words.extend(_chunk_tokens(chunk))
+    return words
+
+
+@functools.lru_cache(maxsize=65536)
+def _chunk_tokens(chunk: str) -> tuple[str, ...]:
+    """One whitespace-free chunk's tokens (cached: a text repeats most of its chunks, as spaCy's cache knows)."""
+    specials = _exceptions()
+    return _merge_specials(_affix_tokens(chunk, specials), _special_patterns())
+
+
+def _affix_tokens(chunk: str, specials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """spaCy's Tokenizer._tokenize on one chunk: the exception it is, or its prefixes, what is left between
+    them, split on infixes, and its suffixes."""
+    if chunk in specials:
+        return specials[chunk]
+    prefixes, core, suffixes = _split_affixes(chunk, specials)
+    return (*prefixes, *_attach(core, specials), *reversed(suffixes))
+
+
+def _split_affixes(chunk: str, specials: dict[str, tuple[str, ...]]) -> tuple[list[str], str, list[str]]:
+    """spaCy's Tokenizer._split_affixes: peel one prefix and one suffix at a time until none is left or what
+    is left is an exception."""
+    prefixes: list[str] = []
+    suffixes: list[str] = []
+    last_size = 0
+    while chunk and len(chunk) != last_size:
+        if chunk in specials:
+            break
+        last_size = len(chunk)
+        prefix = _PREFIX.search(chunk)
+        pre_len = prefix.end() if prefix else 0
+        if pre_len and chunk[pre_len:] in specials:
+            prefixes.append(chunk[:pre_len])
+            chunk = chunk[pre_len:]
+            break
+        suffix = _SUFFIX.search(chunk[pre_len:])
+        suf_len = suffix.end() - suffix.start() if suffix else 0
+        if suf_len and chunk[:-suf_len] in specials:
+            suffixes.append(chunk[-suf_len:])
+            chunk = chunk[:-suf_len]
+            break
+        if pre_len and suf_len and pre_len + suf_len <= len(chunk):
+            prefixes.append(chunk[:pre_len])
+            suffixes.append(chunk[-suf_len:])
+            chunk = chunk[pre_len:-suf_len]
+        elif pre_len:
+            prefixes.append(chunk[:pre_len])
+            chunk = chunk[pre_len:]
+        elif suf_len:
+            suffixes.append(chunk[-suf_len:])
+            chunk = chunk[:-suf_len]
+    return prefixes, chunk, suffixes
+
+
+def _attach(core: str, specials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """spaCy's Tokenizer._attach_tokens for what the affixes left: an exception, a URL, or split on infixes."""
+    if not core:
+        return ()
+    if core in specials:
+        return specials[core]
+    if _URL.match(core):
+        return (core,)
+    tokens: list[str] = []
+    start = 0
+    for match in _INFIX.finditer(core):
+        if match.start() == 0:  # an infix at the very start is no split (spaCy skips it)
+            continue
+        if match.start() != start:
+            tokens.append(core[start : match.start()])
+        if match.end() != match.start():
+            tokens.append(match.group())
+        start = match.end()
+    if core[start:]:
+        tokens.append(core[start:])
+    return tuple(tokens)
+
+
+@functools.cache
+def _special_patterns() -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
+    """spaCy's second pass (Tokenizer._apply_special_cases): an exception that the affix rules would split
+    ("):" -> ")" ":", "St." -> "St" ".") is found again among a chunk's tokens and put back. First token ->
+    [(the split tokens, the exception's own tokens)], longest first."""
+    patterns: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    for chunk, tokens in _exceptions().items():
+        split = _affix_tokens(chunk, {})
+        if len(split) > 1:
+            patterns.setdefault(split[0], []).append((split, tokens))
+    for candidates in patterns.values():
+        candidates.sort(key=lambda pattern: -len(pattern[0]))
+    return patterns
+
+
+def _merge_specials(tokens: tuple[str, ...], patterns) -> tuple[str, ...]:
+    """`tokens` with each run that spells a split exception replaced by the exception's tokens, left to right,
+    the longest run first."""
+    if len(tokens) < 2 or not any(token in patterns for token in tokens):
+        return tokens
+    merged: list[str] = []
+    i = 0
+    while i < len(tokens):
+        for split, own in patterns.get(tokens[i], ()):
+            if tokens[i : i + len(split)] == split:
+                merged.extend(own)
+                i += len(split)
+                break
+        else:
+            merged.append(tokens[i])
+            i += 1
+    return tuple(merged)
