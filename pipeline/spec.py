@@ -126,7 +126,7 @@ DOCUMENT_STAGES = {
             section="quality",
             needs=("text",),
             build=_rules(GopherQuality, "quality"),
-            summary="Gopher quality rules; names every rule broken",
+            summary="Gopher quality rules, with the stop words of each document's `lang`; names every rule broken",
             rejects="`quality:too_short,missing_stop_words,...`",
         ),
         StageSpec(

@@ -63,6 +63,8 @@ def test_datatrove_words_are_spacys_tokens(text):
 
 
 def test_punctuation_tokens_are_no_words_but_count_in_the_ratios():
+    # The datatrove-mode verdicts here and in the next test are datatrove 0.10.1's own GopherQualityFilter's
+    # (gopher_below_alpha_threshold, gopher_short_doc, kept, kept), checked in its benchmark venv.
     # 60 words, each followed by a comma: whitespace sees 60 words, all with letters; datatrove 120 tokens,
     # 60 of them commas: still 60 words (not too short), but only half the tokens have a letter.
     text = " ".join(["river, sand, the, and,"] * 15)
