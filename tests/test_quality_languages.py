@@ -113,8 +113,8 @@ def test_english_verdicts_do_not_depend_on_the_stop_word_setting(words):
 
 
 def test_every_stop_word_is_in_its_languages_stopwordsiso_list():
-    # Its data file, read directly: stopwordsiso 0.6.1's own import needs pkg_resources, which setuptools 81
-    # and later no longer have.
+    # Its data file, read directly: stopwordsiso 0.6.1's own import needs pkg_resources, which recent setuptools
+    # (84 here) no longer has.
     package = importlib.util.find_spec("stopwordsiso")
     if package is None or package.origin is None:
         pytest.skip("stopwordsiso is not installed (the test extra has it)")
