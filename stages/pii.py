@@ -1,0 +1,237 @@
+"""PII masking: e-mail addresses, IPv4 and IPv6 addresses and phone numbers in the text become placeholders.
+
+A modifier stage: it changes the `text` of alive rows and rejects nothing; `pii_replacements` counts the
+placeholders it put into each document. Every finder returns character spans, so the stage, its tests and
+scripts/bench_pii.py score the same thing. What is masked and what is not (docs/design.md, "PII masking"):
+
+- e-mail: a dot-atom local part (letters of any script, digits, `_ % + -`, single dots inside), `@`, a
+  domain of dot-separated labels ending in a letters-only top-level domain (or `xn--` punycode); a trailing
+  dot stays text. `logo@2x.png` (an image name) is not an address.
+- IPv4: four dotted decimal numbers that `ipaddress` accepts (0-255, no leading zeros), not inside a longer
+  dotted run (`1.2.3.4.5`) or a word (`v1.2.3.4`), not after a version or numbering word (`version 1.2.3.4`,
+  `release`, `build`, `section`, `Chrome/`): those are versions. A bare `1.2.3.4` is an address.
+- IPv6: what `ipaddress` accepts, among runs of hex digits and colons holding at least one digit (times such
+  as 12:30:45 and MAC addresses fail it).
+- Only globally routable addresses (`is_global`) unless `mask_private_ips`: 10.x, 192.168.x, 127.0.0.1, ::1,
+  fe80::, and the documentation ranges name no one, and tutorials need them.
+- phone: `+CC` followed by 8 to 15 digits in all; North American `(555) 123-4567`, `555-123-4567`,
+  `555.123.4567`, `1-800-555-0199`; national numbers written with a trunk 0 (UK `020 7946 0958`,
+  DE `030 12345678` or `089 / 123 456 78`, FR `01 23 45 67 89`) of 10 to 12 digits with one kind of
+  separator. A national number needs separators (a plain 10-digit run is an id as often as a phone), and one
+  right after `ISBN`, `serial`, `SKU`, `order` and the like is not a phone.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from .ledger import run_on_alive
+
+KINDS = ("email", "ipv4", "ipv6", "phone")
+Span = tuple[int, int, str]  # (start, end, kind)
+
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])[\w%+-]+(?:\.[\w%+-]+)*@"
+    r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+"
+    r"(?!(?:png|jpe?g|gif|svg|webp|bmp|ico|pdf)\b)(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{2,59})"
+    r"(?![\w-]|\.[^\W_])"  # the whole domain: no label after it
+)
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+# Hex groups and colons with a digit among them, optionally ending in a dotted IPv4 (::ffff:192.0.2.1).
+_IPV6 = re.compile(
+    r"(?<![\w])(?=[0-9A-Fa-f:]*\d)(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?![\w:])"
+)
+# The words that make the dotted number after them a version or a section number, not an address.
+_VERSION_CUE = re.compile(
+    r"(?:\b(?:version|ver|v|release|rel|build|rev|revision|firmware|kernel|update|patch|section|sec|chapter|"
+    r"clause|step|figure|fig|table)\.?\s*[:#]?\s*|§\s*|[A-Za-z]/)$",
+    re.IGNORECASE,
+)
+
+_NOT_DIGIT_END = r"(?![\w]|[.,/-]\d)"  # the number ends here: no digit or word goes on after a separator
+_INTERNATIONAL = re.compile(
+    r"(?<![\w+])\+[1-9]\d{0,2}"  # +, the country code
+    r"(?:[ .-]?\(0\))?"  # (0): the trunk prefix some countries write after it
+    r"(?:[ .-]?\(\d{1,5}\))?"  # an area code in parentheses
+    r"(?:[ .-]?\d{1,6}){1,6}" + _NOT_DIGIT_END
+)
+_NOT_AFTER_DIGITS = r"(?<![\w+.,/-])(?<!\d )"  # not inside a word, a number or a run of digit groups (an IBAN)
+_NORTH_AMERICAN = re.compile(
+    _NOT_AFTER_DIGITS + r"(?:1[ .-]?)?"  # the country code 1, optional
+    r"(?:\([2-9]\d{2}\)[ .-]?|[2-9]\d{2}(?P<sep>[ .-]))"  # the area code: (555) or 555 and a separator
+    r"\d{3}(?(sep)(?P=sep)|[ .-])\d{4}" + _NOT_DIGIT_END  # 123-4567, with the area code's separator
+)
+_TRUNK_ZERO = re.compile(
+    _NOT_AFTER_DIGITS + r"(?:\(0\d{1,4}\)\s?|0\d{1,4}(?:\s?/\s?|[ .-]))"  # (020) or 020 and a separator
+    r"\d{2,8}(?:(?P<sep>[ .-])\d{2,8})?(?:(?P=sep)\d{2,8}){0,3}" + _NOT_DIGIT_END  # groups, one separator
+)
+# Words after which a run of digit groups is an identifier, not a phone number.
+_IDENTIFIER_CUE = re.compile(
+    r"\b(?:isbn(?:-1[03])?|issn|doi|serial|s/n|sn|sku|part|model|order|invoice|ref|reference|tracking|patent|"
+    r"ean|upc|gtin|lot|batch|case|id)\.?\s*(?:number|no\.?|nr\.?|#)?\s*[:#]?\s*$",
+    re.IGNORECASE,
+)
+_CUE_WINDOW = 24  # characters before a candidate that a cue is looked for in
+
+
+def _before(text: str, start: int) -> str:
+    return text[max(0, start - _CUE_WINDOW) : start]
+
+
+def _digits(candidate: str) -> int:
+    return sum(character.isdigit() for character in candidate)
+
+
+def email_spans(text: str) -> Iterator[tuple[int, int]]:
+    if "@" not in text:  # most documents: no regex pass at all
+        return
+    for match in _EMAIL.finditer(text):
+        yield match.span()
+
+
+def _address(candidate: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(candidate)
+    except ValueError:
+        return None
+
+
+def _small_numbers(candidate: str) -> bool:
+    """Every number of a dotted quad below 16: a version or a section number (3.11.4.1, 4.2.1.3). One
+    random public address in 65,000 looks so; the known ones are public resolvers (1.1.1.1, 8.8.8.8), which
+    name no one. (10.0.0.1 is private: no version, masked with private_too.)"""
+    return all(int(number) < 16 for number in candidate.split("."))
+
+
+def ipv4_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]]:
+    if "." not in text:
+        return
+    for match in _IPV4.finditer(text):
+        address = _address(match[0])
+        if address is None or _VERSION_CUE.search(_before(text, match.start())):
+            continue
+        if address.is_global and not _small_numbers(match[0]) or private_too and not address.is_global:
+            yield match.span()
+
+
+def ipv6_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]]:
+    if ":" not in text:
+        return
+    for match in _IPV6.finditer(text):
+        address = _address(match[0])
+        if address is not None and (private_too or address.is_global):
+            yield match.span()
+
+
+def phone_spans(text: str) -> Iterator[tuple[int, int]]:
+    if "+" in text:
+        for match in _INTERNATIONAL.finditer(text):
+            # the country code and the number, 8 to 15 digits; a trunk (0) is not dialled from abroad
+            end = _number_end(match[0].replace("(0)", "(_)"), 8, 15)
+            if end is not None:
+                yield match.start(), match.start() + end
+    for pattern, shortest, longest in ((_NORTH_AMERICAN, 10, 11), (_TRUNK_ZERO, 10, 12)):
+        for match in pattern.finditer(text):
+            end = _number_end(match[0], shortest, longest)
+            if end is not None and not _IDENTIFIER_CUE.search(_before(text, match.start())):
+                yield match.start(), match.start() + end
+
+
+_DIGIT_GROUP = re.compile(r"\d+")
+
+
+def _number_end(candidate: str, shortest: int, longest: int) -> int | None:
+    """Where the phone number in `candidate` ends: all of it when its digits are `shortest` to `longest`; when
+    there are more (the pattern ran on into the next number: `030-7876447 4111 1111`), the longest start of
+    it that ends where the separator changes, else the longest that ends at any group; None when too short."""
+    groups = list(_DIGIT_GROUP.finditer(candidate))
+    counts = [0]
+    for group in groups:
+        counts.append(counts[-1] + len(group[0]))
+    if shortest <= counts[-1] <= longest:
+        return len(candidate)
+    fitting = [i for i in range(1, len(groups)) if shortest <= counts[i] <= longest]  # ends after group i - 1
+    changes = [i for i in fitting if _separator(candidate, groups, i - 2) != _separator(candidate, groups, i - 1)]
+    best = (changes or fitting)[-1:]
+    return groups[best[0] - 1].end() if best else None
+
+
+def _separator(candidate: str, groups: list[re.Match], i: int) -> str:
+    """The characters between group i and group i + 1 ('' past the ends)."""
+    if i < 0 or i + 1 >= len(groups):
+        return ""
+    return candidate[groups[i].end() : groups[i + 1].start()]
+
+
+def pii_spans(text: str, kinds=KINDS, private_too: bool = False) -> list[Span]:
+    """The spans to mask in `text`, in order, none overlapping: where two finders claim the same characters
+    the earlier span wins, and at the same start the kind listed first in KINDS (an address inside an e-mail
+    stays the e-mail's)."""
+    finders: dict[str, Callable[[str], Iterator[tuple[int, int]]]] = {
+        "email": email_spans,
+        "ipv4": lambda t: ipv4_spans(t, private_too),
+        "ipv6": lambda t: ipv6_spans(t, private_too),
+        "phone": phone_spans,
+    }
+    found = [(start, KINDS.index(kind), end) for kind in kinds for start, end in finders[kind](text)]
+    spans: list[Span] = []
+    last_end = 0
+    for start, rank, end in sorted(found):
+        if start >= last_end:
+            spans.append((start, end, KINDS[rank]))
+            last_end = end
+    return spans
+
+
+class PiiMasker:
+    """The `pii` stage: masks the `kinds` of PII in each alive row's text with their placeholders."""
+
+    name = "pii"
+
+    def __init__(
+        self,
+        kinds=KINDS,
+        email_placeholder: str = "<EMAIL>",
+        ip_placeholder: str = "<IP_ADDRESS>",
+        phone_placeholder: str = "<PHONE>",
+        mask_private_ips: bool = False,
+    ):
+        unknown = [kind for kind in kinds if kind not in KINDS]
+        if unknown:
+            raise ValueError(f"unknown PII kind {unknown[0]!r} (known: {', '.join(KINDS)})")
+        self.kinds = tuple(kinds)
+        self.mask_private_ips = mask_private_ips
+        self.placeholders = {
+            "email": email_placeholder,
+            "ipv4": ip_placeholder,
+            "ipv6": ip_placeholder,
+            "phone": phone_placeholder,
+        }
+
+    def mask(self, text: str | None) -> tuple[str | None, int]:
+        """(the text with every span replaced by its kind's placeholder, the number of spans replaced)."""
+        if not text:
+            return text, 0
+        spans = pii_spans(text, self.kinds, self.mask_private_ips)
+        if not spans:
+            return text, 0
+        parts, position = [], 0
+        for start, end, kind in spans:
+            parts += [text[position:start], self.placeholders[kind]]
+            position = end
+        parts.append(text[position:])
+        return "".join(parts), len(spans)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        columns = {"text": pa.string(), "pii_replacements": pa.int64()}
+        return run_on_alive(batch, self.name, self._compute, columns, replaces=("text",))
+
+    def _compute(self, alive: pa.Table):
+        masked = [self.mask(text) for text in alive["text"].to_pylist()]
+        texts = [text for text, _ in masked]
+        counts = [count for _, count in masked]
+        return {"text": pa.array(texts, pa.string()), "pii_replacements": pa.array(counts, pa.int64())}, None, None
