@@ -11,15 +11,20 @@ in the final text is recorded. Items come from generators below: e-mail addresse
 (sub-domains, `+tags`, non-ASCII local parts and domains, two-part TLDs, at the end of a sentence, in
 brackets, after `mailto:`), public IPv4 and IPv6 addresses (compressed and full, with ports, in URLs and
 brackets), private and reserved addresses (labelled `private`: masked only with `pii.mask_private_ips`), and
-phone numbers in 40 formats: international `+CC` ones of 17 countries, North American, UK, German and French
-national ones, and two formats the stage is not built for (Spanish and Polish national numbers, which have
-no trunk 0), so that recall is not measured only on what the stage knows.
+phone numbers in 50 formats (PHONE_FORMATS): international `+CC` ones of 14 countries, North American, UK,
+German, French, Dutch, Italian and Swiss national ones, Spanish and Polish national numbers (no trunk 0),
+and a `00` prefix for `+`.
 
-Look-alikes (kind `lookalike`, with a `what`): versions, section numbers, user agents, dates, times, ISBNs,
-prices, year ranges, coordinates, serial and order numbers, IBANs, card numbers, US social security numbers
-and ZIP codes, MAC addresses, C++ scopes, image names with `@2x`, handles and plain long numbers; some with
-the cue word the stage looks for, and hard ones without it (a version after a product name, a section number
-at the start of a line).
+Look-alikes (with a `what`): versions, section numbers, user agents, dates, times, ISBNs, prices, year
+ranges, coordinates, serial and order numbers, IBANs, card numbers, US social security numbers and ZIP codes,
+MAC addresses, C++ scopes, image names with `@2x`, handles and plain long numbers; some with the cue word the
+stage looks for, and hard ones without it (a version after a product name, a section number at the start of
+a line, file numbers shaped like phone numbers).
+
+Held out: the formats and look-alikes named `held-out` were written after the stage's rules had been tuned
+on the rest of this set, and the rules were not changed for them (but for one bug they showed: an image name
+in capitals, `@2x.PNG`, was taken for an address). The rest of the set is not held out: the rules for small
+dotted numbers, hyphenated national numbers and phone words were written after it showed their look-alikes.
 
 Natural items: candidates of each kind found in the unmodified texts with broad patterns (NATURAL below) and
 labelled by hand (scripts/pii_natural_labels.json: every e-mail and IP candidate was checked; phone candidates
@@ -176,8 +181,18 @@ def _phone_formats() -> dict:
         "de-slash": fmt("089 / {a} {b} {c}", a=d(3), b=d(3, "0123456789"), c=d(2, "0123456789")),
         "de-paren": fmt("(089) {a}", a=d(7)),
         "de-mobile": fmt("0171 {a}", a=d(7)),
+        "uk-dash": fmt("020-{a}-{b}", a=d(4, "378"), b=d(4, "0123456789")),
+        "nl-mobile": fmt("06-{a}", a=d(8)),
+        "it-rome": fmt("06 {a} {b}", a=d(4), b=d(4, "0123456789")),
+        "ch-zurich": fmt("044 {a} {b} {c}", a=d(3), b=d(2, "0123456789"), c=d(2, "0123456789")),
         "fr-space": fmt("01 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
         "fr-dot": fmt("06.{a}.{b}.{c}.{e}", a=d(2), b=d(2), c=d(2), e=d(2)),
+        # written after the stage's rules were tuned on this set, and not tuned on (held out)
+        "held-out-us-intl-mixed": fmt("+1 {a} {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
+        "held-out-uk-intl-city": fmt("+44 161 {a} {b}", a=d(3), b=d(4, "0123456789")),
+        "held-out-de-intl-paren": fmt("+49 (30) {a}", a=d(7)),
+        "held-out-ie-intl": fmt("+353 1 {a} {b}", a=d(3), b=d(4, "0123456789")),
+        "held-out-00-prefix": fmt("0044 20 {a} {b}", a=d(4), b=d(4, "0123456789")),
         # national formats without a trunk 0: not what the stage is built for
         "es-national": fmt("912 {a} {b}", a=d(3), b=d(3)),
         "pl-national": fmt("22 {a} {b} {c}", a=d(3), b=d(2), c=d(2)),
@@ -211,11 +226,22 @@ LOOKALIKES = {
     "year-range": ["1999-2005", "2010–2015", "1914-1918-1939"],
     "coordinates": ["40.7128, -74.0060", "51.5074° N, 0.1278° W", "48.8566 2.3522"],
     "serial": ["serial 0123-4567-89", "S/N 0234 5678 90", "SKU 555-123-4567", "order no. 030 12345678"],
-    "serial-no-cue": ["code 0800-1234-56", "file 06-2019-0034"],  # hard: a trunk-0 shape without a cue
+    "serial-no-cue": [
+        "code 0800-1234-56",
+        "file 06-2019-0034",
+        "ticket 0034-5678-9012",
+    ],  # hard: a trunk-0 shape without a cue
     "iban": ["IBAN DE89 3704 0044 0532 0130 00"],
     "card": ["4111 1111 1111 1111"],
     "ssn-zip": ["SSN 123-45-6789", "ZIP 94720-1234"],
-    "plain-number": ["5551234567", "account 12345678901", "population 8 336 817", "+12.5%", "3.14159265"],
+    "plain-number": [
+        "5551234567",
+        "account 12345678901",
+        "population 8 336 817",
+        "+12.5%",
+        "3.14159265",
+        "frames 0001 0002 0003 0004",
+    ],
     "mac": ["00:1A:2B:3C:4D:5E"],
     "scope": ["std::vector<int>", "a::b::c"],
     "email-like": [
@@ -227,6 +253,16 @@ LOOKALIKES = {
         "j at x dot com",
     ],
     "invalid-ip": ["256.1.1.1", "192.168.001.001", "1.2.3"],
+    # written after the stage's rules were tuned on this set, and not tuned on
+    "held-out": [
+        "linux 5.15.0.91-generic",
+        "sprite@2x.PNG",
+        "reservation 0123 4567 89",
+        "Tel Aviv 1948-1967",
+        "+48.8566 +2.3522",
+        "OID 1.3.6.1.4.1.311",
+        "2023.01.15 10.30",
+    ],
 }
 
 

@@ -9,16 +9,21 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   dot stays text. `logo@2x.png` (an image name) is not an address.
 - IPv4: four dotted decimal numbers that `ipaddress` accepts (0-255, no leading zeros), not inside a longer
   dotted run (`1.2.3.4.5`) or a word (`v1.2.3.4`), not after a version or numbering word (`version 1.2.3.4`,
-  `release`, `build`, `section`, `Chrome/`): those are versions. A bare `1.2.3.4` is an address.
+  `release`, `build`, `section`, `Chrome/`): those are versions. Four numbers all below 16 (`3.11.4.1`,
+  `4.2.1.3`, `1.2.3.4`) are a version or a section number too: one random public address in 65,000 looks so,
+  and the known ones (1.1.1.1, 8.8.8.8) are public resolvers, which name no one.
 - IPv6: what `ipaddress` accepts, among runs of hex digits and colons holding at least one digit (times such
   as 12:30:45 and MAC addresses fail it).
 - Only globally routable addresses (`is_global`) unless `mask_private_ips`: 10.x, 192.168.x, 127.0.0.1, ::1,
   fe80::, and the documentation ranges name no one, and tutorials need them.
-- phone: `+CC` followed by 8 to 15 digits in all; North American `(555) 123-4567`, `555-123-4567`,
-  `555.123.4567`, `1-800-555-0199`; national numbers written with a trunk 0 (UK `020 7946 0958`,
-  DE `030 12345678` or `089 / 123 456 78`, FR `01 23 45 67 89`) of 10 to 12 digits with one kind of
-  separator. A national number needs separators (a plain 10-digit run is an id as often as a phone), and one
-  right after `ISBN`, `serial`, `SKU`, `order` and the like is not a phone.
+- phone: `+CC` and 8 to 15 digits in all; North American `(555) 123-4567`, `555-123-4567`, `555.123.4567`,
+  `1-800-555-0199`; national numbers written with a trunk 0 (UK `020 7946 0958`, DE `030 12345678` or
+  `089 / 123 456 78`, FR `01 23 45 67 89`, IT `06 1234 5678`) of 10 to 12 digits with one kind of separator
+  (three hyphenated groups only as the UK groups them: `020-7946-0958`; `06-2019-0034` is a file number);
+  after a phone word (`Tel.`, `phone`, `call us on`, `fax`), any number in 3 to 5 groups of 9 to 12 digits
+  (ES `912 345 678`, PL `22 123 45 67`). A national number needs separators (a plain 10-digit run is an id
+  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order` and the like is not a phone, and
+  `00` for `+` is not read (`0044 20 7946 0958`: zero-padded codes look the same).
 """
 
 from __future__ import annotations
@@ -34,13 +39,19 @@ from .ledger import run_on_alive
 KINDS = ("email", "ipv4", "ipv6", "phone")
 Span = tuple[int, int, str]  # (start, end, kind)
 
+# Speed: every pattern begins with one character or class, which the regex engine scans for cheaply; the
+# characters that must not come before a match are checked by a look-behind once that first character has
+# been consumed (a look-behind in front would run at every position of the text).
 _EMAIL = re.compile(
-    r"(?<![\w.%+-])[\w%+-]+(?:\.[\w%+-]+)*@"
+    r"[\w%+-](?<![\w.%+-].)[\w%+-]*(?:\.[\w%+-]+)*@"  # the local part, not the tail of a longer one
     r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+"
-    r"(?!(?:png|jpe?g|gif|svg|webp|bmp|ico|pdf)\b)(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{2,59})"
+    r"(?!(?i:png|jpe?g|gif|svg|webp|bmp|ico|pdf)\b)(?:[^\W\d_]{2,63}|xn--[a-z0-9-]{2,59})"
     r"(?![\w-]|\.[^\W_])"  # the whole domain: no label after it
 )
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_LOCAL_PART_MAX, _DOMAIN_MAX = 64, 255  # RFC 5321's limits: an address lies within them around its @
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d)")
+# Two colons with at most four hex digits between them: in every IPv6 address, and in few texts.
+_IPV6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:")
 # Hex groups and colons with a digit among them, optionally ending in a dotted IPv4 (::ffff:192.0.2.1).
 _IPV6 = re.compile(
     r"(?<![\w])(?=[0-9A-Fa-f:]*\d)(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?![\w:])"
@@ -53,21 +64,32 @@ _VERSION_CUE = re.compile(
 )
 
 _NOT_DIGIT_END = r"(?![\w]|[.,/-]\d)"  # the number ends here: no digit or word goes on after a separator
+# After a phone number's first character: not inside a word or a number, nor after a run of digit groups (IBAN)
+_STARTS_NUMBER = r"(?<![\w+.,/-].)(?<!\d .)"
 _INTERNATIONAL = re.compile(
-    r"(?<![\w+])\+[1-9]\d{0,2}"  # +, the country code
+    r"\+(?<![\w+]\+)[1-9]\d{0,2}"  # +, the country code
     r"(?:[ .-]?\(0\))?"  # (0): the trunk prefix some countries write after it
     r"(?:[ .-]?\(\d{1,5}\))?"  # an area code in parentheses
     r"(?:[ .-]?\d{1,6}){1,6}" + _NOT_DIGIT_END
 )
-_NOT_AFTER_DIGITS = r"(?<![\w+.,/-])(?<!\d )"  # not inside a word, a number or a run of digit groups (an IBAN)
 _NORTH_AMERICAN = re.compile(
-    _NOT_AFTER_DIGITS + r"(?:1[ .-]?)?"  # the country code 1, optional
-    r"(?:\([2-9]\d{2}\)[ .-]?|[2-9]\d{2}(?P<sep>[ .-]))"  # the area code: (555) or 555 and a separator
+    r"[(1-9]" + _STARTS_NUMBER + r"(?:(?<=1)[ .-]?[(2-9]|)"  # the country code 1 (optional), or not
+    r"(?:(?<=\()[2-9]\d{2}\)[ .-]?|(?<=[2-9])\d{2}(?P<sep>[ .-]))"  # the area code: (555) or 555 and a separator
     r"\d{3}(?(sep)(?P=sep)|[ .-])\d{4}" + _NOT_DIGIT_END  # 123-4567, with the area code's separator
 )
 _TRUNK_ZERO = re.compile(
-    _NOT_AFTER_DIGITS + r"(?:\(0\d{1,4}\)\s?|0\d{1,4}(?:\s?/\s?|[ .-]))"  # (020) or 020 and a separator
+    r"[(0]" + _STARTS_NUMBER + r"(?:(?<=\()0\d{1,4}\)\s?|(?<=0)\d{1,4}(?:\s?/\s?|[ .-]))"  # (020) or 020, a separator
     r"\d{2,8}(?:(?P<sep>[ .-])\d{2,8})?(?:(?P=sep)\d{2,8}){0,3}" + _NOT_DIGIT_END  # groups, one separator
+)
+# After a phone word, any number in 3 to 5 groups: national numbers without a trunk 0 (ES 912 345 678,
+# PL 22 123 45 67), which without the word read as numbers with spaces for thousands.
+_GROUPED_NUMBER = re.compile(
+    r"[(\d]" + _STARTS_NUMBER + r"(?:(?<=\()\d{2,4}\)|(?<=\d)\d{1,3})(?:[ .-]\d{2,4}){2,4}" + _NOT_DIGIT_END
+)
+_PHONE_CUE = re.compile(
+    r"(?:\b(?:tel|telephone|telefon|téléphone|tél|phone|ph|fax|call|mobile|mob|cell|handy|whatsapp|тел|телефон)"
+    r"\.?(?:\s*(?:no\.?|number|nr\.?))?(?:\s+(?:us|me|them))?(?:\s+(?:on|at))?|[☎📞])\s*:?\s*$",
+    re.IGNORECASE,
 )
 # Words after which a run of digit groups is an identifier, not a phone number.
 _IDENTIFIER_CUE = re.compile(
@@ -87,10 +109,13 @@ def _digits(candidate: str) -> int:
 
 
 def email_spans(text: str) -> Iterator[tuple[int, int]]:
-    if "@" not in text:  # most documents: no regex pass at all
-        return
-    for match in _EMAIL.finditer(text):
-        yield match.span()
+    done, at = 0, text.find("@")
+    while at >= 0:  # the pattern runs only around each @ (most documents have none)
+        match = _EMAIL.search(text, max(done, at - _LOCAL_PART_MAX), at + _DOMAIN_MAX + 2)
+        if match is not None and match.start() <= at < match.end():
+            yield match.span()
+            done = at = match.end()
+        at = text.find("@", at + 1)
 
 
 def _address(candidate: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -108,8 +133,6 @@ def _small_numbers(candidate: str) -> bool:
 
 
 def ipv4_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]]:
-    if "." not in text:
-        return
     for match in _IPV4.finditer(text):
         address = _address(match[0])
         if address is None or _VERSION_CUE.search(_before(text, match.start())):
@@ -119,7 +142,7 @@ def ipv4_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]
 
 
 def ipv6_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]]:
-    if ":" not in text:
+    if not _IPV6_HINT.search(text):
         return
     for match in _IPV6.finditer(text):
         address = _address(match[0])
@@ -137,8 +160,24 @@ def phone_spans(text: str) -> Iterator[tuple[int, int]]:
     for pattern, shortest, longest in ((_NORTH_AMERICAN, 10, 11), (_TRUNK_ZERO, 10, 12)):
         for match in pattern.finditer(text):
             end = _number_end(match[0], shortest, longest)
-            if end is not None and not _IDENTIFIER_CUE.search(_before(text, match.start())):
+            if end is None or _IDENTIFIER_CUE.search(_before(text, match.start())):
+                continue
+            if pattern is _NORTH_AMERICAN or _national_grouping(match[0][:end]):
                 yield match.start(), match.start() + end
+    for match in _GROUPED_NUMBER.finditer(text):
+        end = _number_end(match[0], 9, 12)
+        if end is not None and _PHONE_CUE.search(_before(text, match.start())):
+            yield match.start(), match.start() + end
+
+
+def _national_grouping(number: str) -> bool:
+    """A trunk-0 number written with hyphens in three groups is grouped as in the UK, the one plan that writes
+    it so: 020-7946-0958, 0161-496-0000, 01632-960-000 (area of 3 to 5 digits, 10 or 11 digits, the last group
+    3 or 4). `0800-1234-56` or `06-2019-0034` are file and case numbers."""
+    groups = number.split("-")
+    if len(groups) != 3 or not all(group.isdigit() for group in groups):
+        return True
+    return len(groups[0]) >= 3 and len(groups[2]) >= 3 and 10 <= len("".join(groups)) <= 11
 
 
 _DIGIT_GROUP = re.compile(r"\d+")
@@ -147,7 +186,8 @@ _DIGIT_GROUP = re.compile(r"\d+")
 def _number_end(candidate: str, shortest: int, longest: int) -> int | None:
     """Where the phone number in `candidate` ends: all of it when its digits are `shortest` to `longest`; when
     there are more (the pattern ran on into the next number: `030-7876447 4111 1111`), the longest start of
-    it that ends where the separator changes, else the longest that ends at any group; None when too short."""
+    it that fits and ends where the separator changes; else None (one run of groups with one separator is one
+    number, too long or too short to be a phone)."""
     groups = list(_DIGIT_GROUP.finditer(candidate))
     counts = [0]
     for group in groups:
@@ -156,8 +196,7 @@ def _number_end(candidate: str, shortest: int, longest: int) -> int | None:
         return len(candidate)
     fitting = [i for i in range(1, len(groups)) if shortest <= counts[i] <= longest]  # ends after group i - 1
     changes = [i for i in fitting if _separator(candidate, groups, i - 2) != _separator(candidate, groups, i - 1)]
-    best = (changes or fitting)[-1:]
-    return groups[best[0] - 1].end() if best else None
+    return groups[changes[-1] - 1].end() if changes else None
 
 
 def _separator(candidate: str, groups: list[re.Match], i: int) -> str:

@@ -45,7 +45,7 @@ def test_each_kind_is_masked_with_its_placeholder_and_counted(text, masked):
         "ISBN 978-3-16-148410-0, ISBN 0-306-40615-2, ISSN 0740-7874, $1,234.56, € 1.234,56, +12.5%",
         "40.7128, -74.0060; serial 0123-4567-89, SKU 555-123-4567, SSN 123-45-6789, ZIP 94720-1234",
         "5551234567, IBAN DE89 3704 0044 0532 0130 00, 4111 1111 1111 1111, population 8 336 817",
-        "logo@2x.png, @username, user@localhost, Anonymous@12.15, npm i @babel/core",
+        "logo@2x.png, sprite@2x.PNG, @username, user@localhost, Anonymous@12.15, npm i @babel/core",
     ],
 )
 def test_look_alikes_stay_text(text):
