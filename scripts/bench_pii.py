@@ -109,6 +109,19 @@ def lookalike_table(lookalikes: dict) -> list[str]:
     return lines
 
 
+def format_misses(rows: list[dict]) -> list[str]:
+    """The planted formats (default settings) the stage does not find every time: format, found / planted."""
+    planted, right = Counter(), Counter()
+    for row in rows:
+        found = {(start, end) for start, end, _ in pii_spans(row["text"])}
+        for span in row["spans"]:
+            if span["origin"] == "planted" and not span["private"]:
+                planted[span["format"]] += 1
+                right[span["format"]] += (span["start"], span["end"]) in found
+    lines = ["| format | found / planted |", "|---|---|"]
+    return lines + [f"| {name} | {right[name]} / {n} |" for name, n in sorted(planted.items()) if right[name] < n]
+
+
 def misses(rows: list[dict], limit: int = 40) -> list[str]:
     """The default settings' wrong spans and missed spans, for reading."""
     out = []
@@ -164,8 +177,7 @@ def main() -> int:
         print(f"\nmask_private_ips: {str(private_too).lower()}, {len(rows)} pages\n")
         print("\n".join(kind_table(kinds)))
         if not private_too:
-            print()
-            print("\n".join(lookalike_table(lookalikes)))
+            print("\n".join(["", *lookalike_table(lookalikes), "", *format_misses(rows)]))
     if args.show_errors:
         print("\n".join(["", *misses(rows, limit=400)]))
     texts = [json.loads(line)["main_text"] or "" for line in GROUND_TRUTH.open(encoding="utf-8")]
