@@ -111,7 +111,8 @@ def lookalike_table(lookalikes: dict) -> list[str]:
 
 def format_misses(rows: list[dict]) -> list[str]:
     """The planted formats (default settings) the stage does not find every time: format, found / planted."""
-    planted, right = Counter(), Counter()
+    planted: Counter[str] = Counter()
+    right: Counter[str] = Counter()
     for row in rows:
         found = {(start, end) for start, end, _ in pii_spans(row["text"])}
         for span in row["spans"]:
