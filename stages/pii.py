@@ -39,9 +39,10 @@ from .ledger import run_on_alive
 KINDS = ("email", "ipv4", "ipv6", "phone")
 Span = tuple[int, int, str]  # (start, end, kind)
 
-# Speed: every pattern begins with one character or class, which the regex engine scans for cheaply; the
-# characters that must not come before a match are checked by a look-behind once that first character has
-# been consumed (a look-behind in front would run at every position of the text).
+# Speed: the e-mail, IPv4 and phone patterns begin with one character or class, which the regex engine scans
+# for cheaply; the characters that must not come before a match are checked by a look-behind once that first
+# character has been consumed (a look-behind in front would run at every position of the text). The IPv6
+# pattern runs only in texts with _IPV6_HINT.
 _EMAIL = re.compile(
     r"[\w%+-](?<![\w.%+-].)[\w%+-]*(?:\.[\w%+-]+)*@"  # the local part, not the tail of a longer one
     r"(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+"
@@ -153,7 +154,8 @@ def ipv6_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]
 def phone_spans(text: str) -> Iterator[tuple[int, int]]:
     if "+" in text:
         for match in _INTERNATIONAL.finditer(text):
-            # the country code and the number, 8 to 15 digits; a trunk (0) is not dialled from abroad
+            # the country code and the number, 8 to 15 digits; a trunk (0) is not dialled from abroad, so it is
+            # not counted ((_) keeps the offsets)
             end = _number_end(match[0].replace("(0)", "(_)"), 8, 15)
             if end is not None:
                 yield match.start(), match.start() + end
@@ -208,8 +210,8 @@ def _separator(candidate: str, groups: list[re.Match], i: int) -> str:
 
 def pii_spans(text: str, kinds=KINDS, private_too: bool = False) -> list[Span]:
     """The spans to mask in `text`, in order, none overlapping: where two finders claim the same characters
-    the earlier span wins, and at the same start the kind listed first in KINDS (an address inside an e-mail
-    stays the e-mail's)."""
+    the earlier span wins, and at the same start the kind listed first in KINDS (a number that begins an e-mail
+    address stays the address's)."""
     finders: dict[str, Callable[[str], Iterator[tuple[int, int]]]] = {
         "email": email_spans,
         "ipv4": lambda t: ipv4_spans(t, private_too),
