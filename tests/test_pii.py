@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT
-from pipeline import belt, spec
+from pipeline import belt, filtering, spec
 from pipeline.config import ConfigError, load_config
 from stages.pii import PiiMasker, pii_spans
 from stages.warc_read import DOCUMENT_SCHEMA
@@ -130,3 +130,40 @@ def test_the_belt_with_pii_listed_masks_before_the_later_stages(embedded_ray, tm
         text.count("<EMAIL>") + text.count("<IP_ADDRESS>") + text.count("<PHONE>") for text in texts
     )
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]["pii"]["mask_private_ips"] is False
+
+
+def test_pii_settings_shape_the_fingerprint_only_where_the_stage_is_listed(tmp_path):
+    def fingerprint(*overrides: str) -> str:
+        config = load_config(str(SAMPLE), output=str(tmp_path / "out"), overrides=list(overrides))
+        return filtering.fingerprint(config, filtering.input_files(config))
+
+    listed = "stages=[extract, language, pii, quality]"
+    assert fingerprint() == fingerprint("pii.mask_private_ips=true")  # the default belt: pii is not in it
+    assert fingerprint(listed) != fingerprint(listed, "pii.mask_private_ips=true")  # a rerun redoes the pass
+
+
+def test_dedup_sees_the_masked_text(embedded_ray, tmp_path):
+    """Two notes that differ only in the address they give are one document once masked: exact dedup rejects
+    the second."""
+    body = " ".join(["The river carries sand and small stones from the mountains to the sea."] * 8)
+    notes = [f"Write to {name}@example.org about it. {body}" for name in ("anna", "piotr")]
+    notes.append("Something else entirely, call +44 20 7946 0958 today. " + body.replace("river", "road"))
+    (tmp_path / "notes.jsonl").write_text("".join(json.dumps({"text": text}) + "\n" for text in notes))
+    config = load_config(
+        None,
+        output=str(tmp_path / "out"),
+        inputs=[str(tmp_path / "notes.jsonl")],
+        overrides=[
+            "stages=[pii]",
+            "classifier.kind=none",
+            "dedup.near=false",
+            "tokenizer.vocab_size=300",
+            "packing.seq_len=16",
+        ],
+    )
+    manifest = belt.run(config)
+    assert all(manifest["invariants"].values()) and manifest["counts"]["rejected_by_reason"] == {"exact_duplicate": 1}
+    docs = pa.concat_tables([pq.read_table(tmp_path / "out" / path) for path in manifest["outputs"]["docs"]])
+    first, other = docs["text"].to_pylist()
+    assert first.startswith("Write to <EMAIL> about it.") and other.startswith("Something else entirely, call <PHONE>")
+    assert docs["pii_replacements"].to_pylist() == [1, 1]
