@@ -26,6 +26,7 @@ import yaml
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
+from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
 from stages.quality import WORDS as QUALITY_WORDS
 from stages.read_text import text_column_problem
@@ -222,6 +223,18 @@ class ClassifierConfig:
 
 
 @dataclass
+class PiiConfig:
+    """The `pii` stage, where a `stages:` list names it: what it masks, and with what (docs/design.md)."""
+
+    kinds: list[str] = field(default_factory=lambda: list(PII_KINDS))  # any of email, ipv4, ipv6, phone
+    email_placeholder: str = "<EMAIL>"
+    ip_placeholder: str = "<IP_ADDRESS>"  # IPv4 and IPv6
+    phone_placeholder: str = "<PHONE>"
+    # Also private, loopback, link-local, documentation and other addresses that are not globally routable.
+    mask_private_ips: bool = False
+
+
+@dataclass
 class DedupConfig:
     exact: bool = True
     near: bool = True
@@ -332,6 +345,7 @@ class Config:
     quality: QualityConfig = field(default_factory=QualityConfig)
     repetition: RepetitionConfig = field(default_factory=RepetitionConfig)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    pii: PiiConfig = field(default_factory=PiiConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
@@ -670,6 +684,7 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
         problems.check(_check_min_max, config, low, high)
     problems.check(_check_language, config, base)
     problems.check(_check_classifier, config, base)
+    problems.check(_check_pii, config.pii)
     problems.check(_check_stages, config, base)
     for i in range(len(config.sources)):
         problems.check(_check_select, config, i)
@@ -810,6 +825,14 @@ def _check_scorer(classifier: ClassifierConfig, key: str, base: Path) -> None:
             raise ConfigError(
                 f"{key}.threshold: expected a probability in [0, 1] for fasttext, got {classifier.threshold}"
             )
+
+
+def _check_pii(pii: PiiConfig) -> None:
+    unknown = [kind for kind in pii.kinds if kind not in PII_KINDS]
+    if unknown or not pii.kinds or len(set(pii.kinds)) < len(pii.kinds):
+        raise ConfigError(
+            f"pii.kinds: expected a non-empty list of distinct kinds among {', '.join(PII_KINDS)}, got {pii.kinds!r}"
+        )
 
 
 def _check_select(config: Config, i: int) -> None:

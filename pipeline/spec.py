@@ -24,6 +24,7 @@ import pyarrow as pa
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.extract import Extract
 from stages.langid import LanguageId
+from stages.pii import PiiMasker
 from stages.quality import GopherQuality, GopherRepetition
 from stages.user import UserStage
 
@@ -146,6 +147,17 @@ DOCUMENT_STAGES = {
             build=lambda config: scorer(config.classifier),
             summary="naive Bayes (or a fastText supervised model) score, optional threshold",
             rejects="`classifier:below_threshold`",
+        ),
+        StageSpec(
+            "pii",
+            section="pii",
+            needs=("text",),
+            adds={"pii_replacements": pa.int64()},
+            build=lambda config: PiiMasker(**vars(config.pii)),
+            summary="masks e-mail addresses, public IPv4 and IPv6 addresses and phone numbers in the text with "
+            "placeholders (`<EMAIL>`, `<IP_ADDRESS>`, `<PHONE>`; versions, dates, ISBNs and the like kept); "
+            "`pii_replacements` counts them; the stages after it, dedup and the tokens see the masked text",
+            rejects="nothing: it changes the text",
         ),
     ]
 }

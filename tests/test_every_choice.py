@@ -12,7 +12,7 @@ import yaml
 from helpers import CRAWL_SAMPLE, ROOT
 from pipeline import belt
 from pipeline.config import load_config
-from pipeline.finalize import DOC_COLUMNS
+from pipeline.finalize import doc_columns
 from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
 
@@ -72,6 +72,8 @@ RUNS = {
         "classifier.threshold=-5",
         "dedup.bands=16",
         "dedup.rows=4",
+        "stages=[extract, language, pii, quality, repetition, classifier]",
+        "pii.mask_private_ips=true",
     ],
 }
 
@@ -133,7 +135,8 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
     assert manifest["invariants"] and all(manifest["invariants"].values()), manifest["invariants"]
     assert manifest["counts"]["kept"] > 0 and manifest["tokens"]["sequences"] > 0
     docs = [pq.read_table(tmp_path / "out" / path) for path in manifest["outputs"]["docs"]]
-    assert all(table.schema.names == DOC_COLUMNS for table in docs)
+    assert all(table.schema.names == doc_columns(config) for table in docs)
+    assert ("pii_replacements" in doc_columns(config)) == (name == "trafilatura+resiliparse")
     assert all(table.schema.field("quality_score").type == pa.float64() for table in docs)
     scores = [s for table in docs for s in table["quality_score"].to_pylist()]
     assert (set(scores) == {None}) == (name == "resiliparse-clean")  # classifier.kind: none scores nothing
