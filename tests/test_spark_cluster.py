@@ -1,7 +1,8 @@
 """The Spark standalone cluster harness (spark_cluster.py) with a small stand-in PySpark job sent by spark-submit:
-the job runs on both workers, and it still completes when a worker is killed while it runs one of its tasks.
-Then crawlbelt's own job, scripts/spark_run.py on the fixture crawl: on two workers, and with worker 1 killed
-during the filter pass or during the dedup shuffle, it gives the bytes of an uninterrupted local run."""
+it completes when a worker is killed while it runs one of its tasks, the task run again on the other worker.
+Then crawlbelt's own job, scripts/spark_run.py on the fixture crawl: on two workers (both run its tasks), and
+with worker 1 killed during the filter pass or during the dedup shuffle, it gives the bytes of an uninterrupted
+local run."""
 
 from __future__ import annotations
 
@@ -93,16 +94,6 @@ def worker_of(cluster: SparkCluster, cwd: str) -> int:
     return i
 
 
-def test_a_job_runs_on_both_workers(tmp_path):
-    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
-        driver, _, _ = start_job(cluster, tmp_path, gate_open=True)
-        output = job_output(cluster, cluster.wait(driver, timeout=300))
-        workers = {worker_of(cluster, r["cwd"]) for r in output["results"]}
-        assert workers == {0, 1}, output["results"]
-    # stop() ended every process of the cluster: daemons, driver, executors and their Python workers
-    assert processes_in(cluster.folder) == []
-
-
 def test_a_job_completes_when_a_worker_is_killed_under_it(tmp_path):
     with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
         driver, markers, gate = start_job(cluster, tmp_path, gate_open=False)
@@ -165,6 +156,8 @@ def test_the_crawl_submitted_to_two_workers_gives_the_local_bytes(tmp_path, refe
         for i in range(2):  # each worker's executor ran tasks of the job (its log, at Spark's default INFO)
             logs = "".join(p.read_text() for p in cluster.worker_dir(i).glob("app-*/*/stderr"))
             assert "Running task" in logs, f"worker {i} ran no task:\n" + cluster.log_tails()
+    # stop() ended every process of the cluster: daemons, driver, executors and their Python workers
+    assert processes_in(cluster.folder) == []
     assert_same_output(reference, out)
     assert_complete(out)
 
