@@ -228,11 +228,26 @@ def _emit(out, listed, list_starts, shingles, text, hashed, num_perm, listing):
     if listing:
         listed[list_starts[text] + shingles[text]] = hashed
     else:
-        bin_ = ((hashed >> np.uint64(32)) * num_perm) >> np.uint64(32)  # the top bits, scaled to [0, num_perm)
-        value = np.uint32(hashed & np.uint64(0xFFFFFFFF))
-        if value < out[text, bin_]:
-            out[text, bin_] = value
+        _keep_min(out, text, hashed, num_perm)
     shingles[text] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep_min(out, row, hashed, num_perm):
+    """One-permutation hashing: the hash's top bits pick the bin, its low bits are the value the bin keeps."""
+    bin_ = ((hashed >> np.uint64(32)) * num_perm) >> np.uint64(32)  # the top bits, scaled to [0, num_perm)
+    value = np.uint32(hashed & np.uint64(0xFFFFFFFF))
+    if value < out[row, bin_]:
+        out[row, bin_] = value
+
+
+@numba.njit(cache=True, nogil=True)
+def _run_kernel(flat, starts, ends, out):
+    """The signature of each run flat[starts[r]:ends[r]] of shingle hashes, bin by bin as _shingle_kernel."""
+    num_perm = np.uint64(out.shape[1])
+    for run in range(len(starts)):
+        for i in range(starts[run], ends[run]):
+            _keep_min(out, run, flat[i], num_perm)
 
 
 _NOTHING = np.zeros(0, dtype=np.uint64)
@@ -285,13 +300,33 @@ class MinHasher:
     def shingle_sets(self, texts) -> list[np.ndarray]:
         """Each text's set of 64-bit shingle hashes (of its normalized text), as a sorted unique array (for
         exact Jaccard)."""
-        data, offsets = _string_bytes(normalize(texts))
+        flat, counts = self.shingle_hashes(normalize(texts))
+        starts = np.r_[0, np.cumsum(counts)]
+        return [np.unique(flat[start:end]) for start, end in zip(starts[:-1], starts[1:])]
+
+    def shingle_hashes(self, normalized: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, counts): every shingle hash of each text of `normalize`'s output (words separated by single
+        spaces), in word order, one text after the other, and how many each text has. A shingle's hash does
+        not depend on where it stands, so these are the word n-grams (n = shingle_words) of decontamination too;
+        a text shorter than a shingle has one, of all its words."""
+        data, offsets = _string_bytes(normalized)
         list_starts = np.r_[0, np.cumsum(np.diff(offsets) // 2 + 1)]  # a word takes at least 2 bytes
         listed = np.zeros(max(1, list_starts[-1]), dtype=np.uint64)
         counts = _shingle_kernel(
             data, offsets, self.shingle_words, self.salt, np.zeros((0, self.num_perm), np.uint32), listed, list_starts
         )
-        return [np.unique(listed[start : start + count]) for start, count in zip(list_starts[:-1], counts)]
+        packed_starts = np.cumsum(counts) - counts  # where each text's hashes start once packed together
+        return listed[np.arange(counts.sum()) + np.repeat(list_starts[:-1] - packed_starts, counts)], counts
+
+    def run_signatures(self, flat: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """(runs, num_perm) uint32 signatures of runs of shingle hashes, run r being flat[starts[r]:ends[r]]:
+        the signature `signatures` gives a text whose shingles they are (a window of a document, in
+        decontamination)."""
+        empty = np.iinfo(np.uint32).max
+        out = np.full((len(starts), self.num_perm), empty, dtype=np.uint32)
+        _run_kernel(flat, starts.astype(np.int64), ends.astype(np.int64), out)
+        self._densify(out, empty, has_shingles=ends > starts)
+        return out
 
     def _densify(self, signatures: np.ndarray, empty: int, has_shingles: np.ndarray) -> None:
         filled = signatures != empty  # before any borrowing, so a bin only ever borrows an original value
