@@ -144,12 +144,21 @@ def word_counts(normalized: pa.Array) -> np.ndarray:
     return spaces + (pc.utf8_length(normalized).to_numpy(zero_copy_only=False) > 0)
 
 
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) in `text` of each word of match_text(text), in order: the whitespace-separated token it
-    comes from (a token that punctuation splits gives several words, each with the token's span)."""
-    tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
-    pieces = match_text([text[a:b] for a, b in tokens]).to_pylist() if tokens else []
-    return [span for span, piece in zip(tokens, pieces) if piece for _ in piece.split(" ")]
+def word_spans(texts: list[str]) -> list[list[tuple[int, int]]]:
+    """For each text, (start, end) of each word of its match_text, in order: the whitespace-separated token
+    the word comes from (a token that punctuation splits gives several words, each with the token's span).
+    The tokens of all the texts go through match_text at once."""
+    tokens = [[(m.start(), m.end()) for m in _TOKEN.finditer(text)] for text in texts]
+    flat = [text[a:b] for text, spans in zip(texts, tokens) for a, b in spans]
+    pieces = iter(match_text(flat).to_pylist() if flat else [])
+    out = []
+    for spans in tokens:
+        words: list[tuple[int, int]] = []
+        for span in spans:
+            piece = next(pieces)
+            words += [span] * (piece.count(" ") + 1 if piece else 0)
+        out.append(words)
+    return out
 
 
 # --- the indexes ---------------------------------------------------------------------------------------------
@@ -190,9 +199,45 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def _lookup(keys: np.ndarray, owners: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(query, owner) for every key of the sorted `keys` equal to a query."""
-    lo = np.searchsorted(keys, queries)
+class HashIndex:
+    """Sorted 64-bit keys and the owner (eval item) of each, with a bitmap of the keys' top bits in front.
+
+    The bitmap, 16 bits per key, is a Bloom filter with one hash: a query whose bit is clear is no key, which
+    stops about 94% of the queries that are not keys after one memory access instead of a binary search."""
+
+    BITS_PER_KEY = 16
+
+    def __init__(self, keys: np.ndarray, owners: np.ndarray):
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.owners = keys[order], owners[order]
+        bits = max(3, math.ceil(math.log2(max(1, len(keys)) * self.BITS_PER_KEY)))
+        self.shift = np.uint64(64 - bits)
+        self.bitmap = np.zeros(1 << (bits - 3), np.uint8)
+        top = self.keys >> self.shift  # sorted, as the keys are
+        byte, bit = (top >> np.uint64(3)).astype(np.int64), (np.uint8(1) << (top & np.uint64(7)).astype(np.uint8))
+        if len(byte):
+            starts = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
+            self.bitmap[byte[starts]] = np.bitwise_or.reduceat(bit, starts)
+
+    @property
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.owners.nbytes + self.bitmap.nbytes
+
+    def lookup(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query, owner) for every key equal to a query."""
+        top = queries >> self.shift
+        maybe = np.flatnonzero((self.bitmap[(top >> np.uint64(3)).astype(np.int64)] >> (top & np.uint64(7))) & 1)
+        query, owner = search(self.keys, self.owners, queries[maybe])
+        return maybe[query], owner
+
+
+def search(keys: np.ndarray, owners: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(query, owner) for every key of the sorted `keys` equal to a query. The queries are searched in sorted
+    order: neighbouring searches then touch neighbouring keys (5 times faster on a 6M-key index than in the
+    order they come)."""
+    order = np.argsort(queries)
+    lo = np.empty(len(queries), np.int64)
+    lo[order] = np.searchsorted(keys, queries[order])
     found = np.flatnonzero(keys[np.minimum(lo, len(keys) - 1)] == queries) if len(keys) else np.zeros(0, np.int64)
     which, index = _expand(lo[found], np.searchsorted(keys, queries[found], side="right"))
     return found[which], owners[index]
@@ -208,23 +253,21 @@ class NgramIndex:
     def __init__(self, items: pa.Array, n: int, seed: int):
         self.hashers = {n: MinHasher(1, n, seed)}
         hashes, counts = self.hashers[n].shingle_hashes(items)
-        order = np.argsort(hashes, kind="stable")
-        self.keys = hashes[order]
-        self.owners = np.repeat(np.arange(len(items), dtype=np.int32), counts)[order]
+        self.index = HashIndex(hashes, np.repeat(np.arange(len(items), dtype=np.int32), counts))
         words = word_counts(items)
         for k in sorted(set(words[(words > 0) & (words < n)].tolist())):
             self.hashers[k] = MinHasher(1, k, seed)
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.owners.nbytes
+        return self.index.nbytes
 
     def hits(self, docs: pa.Array, doc_words: np.ndarray) -> Hits:
         parts = []
         for k, hasher in self.hashers.items():
             hashes, counts = hasher.shingle_hashes(docs)
             doc, position = _positions(counts)
-            query, item = _lookup(self.keys, self.owners, hashes)
+            query, item = self.index.lookup(hashes)
             doc = doc[query]
             words = np.minimum(k, doc_words[doc])  # a document shorter than k is one run of all its words
             parts.append(Hits(doc, position[query], words, item, np.ones(len(query))))
@@ -246,18 +289,18 @@ class NearIndex:
         flat, counts = hasher.shingle_hashes(items)
         ends = np.cumsum(counts)
         starts = ends - counts
-        self.sets = [np.unique(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        sets = [np.unique(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        self.set_ends = np.cumsum([len(s) for s in sets], dtype=np.int64)
+        self.sets = np.concatenate(sets) if sets else np.zeros(0, np.uint64)  # item i's: [ends[i-1], ends[i])
         self.bands, self.rows = recall_bands(threshold / (1 + WINDOW_RATIO - threshold), hasher.num_perm)
         has = counts > 0
         buckets = band_hashes(hasher.run_signatures(flat, starts[has], ends[has]), self.bands, self.rows)
-        owners = np.repeat(np.flatnonzero(has).astype(np.int32), self.bands)
-        order = np.argsort(buckets.ravel(), kind="stable")
-        self.keys, self.owners = buckets.ravel()[order], owners[order]
+        self.index = HashIndex(buckets.ravel(), np.repeat(np.flatnonzero(has).astype(np.int32), self.bands))
         self.sizes = sorted({window_size(int(c)) for c in counts[has]})
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.owners.nbytes + sum(s.nbytes + 8 for s in self.sets)
+        return self.index.nbytes + self.sets.nbytes + self.set_ends.nbytes
 
     def hits(self, docs: pa.Array, doc_words: np.ndarray) -> Hits:
         flat, counts = self.hasher.shingle_hashes(docs)
@@ -268,7 +311,7 @@ class NearIndex:
             return _no_hits()
         signatures = self.hasher.run_signatures(flat, window_start, window_end)
         buckets = band_hashes(signatures, self.bands, self.rows).ravel()
-        query, item = _lookup(self.keys, self.owners, buckets)
+        query, item = self.index.lookup(buckets)
         if not len(query):
             return _no_hits()
         window = query // self.bands
@@ -304,8 +347,9 @@ class NearIndex:
     def _match(self, doc_hashes: np.ndarray, item: int, window_first: int, window_end: int):
         """(first shingle, last shingle, containment) of the item's shingles in the document, around the window
         (within one window length of it), or None below the threshold."""
-        shared = np.isin(doc_hashes, self.sets[item])
-        containment = len(np.unique(doc_hashes[shared])) / len(self.sets[item])
+        item_set = self.sets[(self.set_ends[item - 1] if item else 0) : self.set_ends[item]]
+        shared = np.isin(doc_hashes, item_set)
+        containment = len(np.unique(doc_hashes[shared])) / len(item_set)
         if containment < self.threshold:
             return None
         reach = window_end - window_first
@@ -403,18 +447,16 @@ class Decontaminate:
         masked, items = [0] * len(texts), [None] * len(texts)
         reasons: list[str | None] = [None] * len(texts)
         details: list[str | None] = [None] * len(texts)
-        for d in np.unique(hits.doc).tolist():
+        hit_docs = np.unique(hits.doc).tolist()
+        for d, spans in zip(hit_docs, word_spans([texts[d] for d in hit_docs])):
             of_doc = hits.doc == d
-            verdict = self._verdict(
-                index, texts[d], *(getattr(hits, f)[of_doc] for f in ("start", "words", "item", "score"))
-            )
-            texts[d], masked[d], items[d], reasons[d], details[d] = verdict
+            found_here = (getattr(hits, f)[of_doc] for f in ("start", "words", "item", "score"))
+            texts[d], masked[d], items[d], reasons[d], details[d] = self._verdict(index, texts[d], spans, *found_here)
         columns = {"text": texts, "contamination_masked": masked, "contamination_items": items}
         return columns, reasons, details
 
-    def _verdict(self, index: Index, text: str, starts, words, items, scores):
-        """(text, spans masked, items masked, reason, detail) of a document with hits."""
-        spans = word_spans(text)
+    def _verdict(self, index: Index, text: str, spans: list[tuple[int, int]], starts, words, items, scores):
+        """(text, spans masked, items masked, reason, detail) of a document with hits; `spans`: its words'."""
         sets = index.set_of[items]
         rejecting = [i for i, s in enumerate(self.eval_sets) if s.action == "reject" and (sets == i).any()]
         if rejecting:

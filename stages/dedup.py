@@ -329,18 +329,39 @@ class MinHasher:
         return out
 
     def _densify(self, signatures: np.ndarray, empty: int, has_shingles: np.ndarray) -> None:
-        filled = signatures != empty  # before any borrowing, so a bin only ever borrows an original value
-        rows, bins = np.nonzero(~filled & has_shingles[:, None])
-        if not len(rows):
-            return
-        candidates = self.borrow_from[bins]  # (empty bins, attempts)
-        hit = filled[rows[:, None], candidates]
-        source = candidates[np.arange(len(rows)), hit.argmax(axis=1)]
-        for i in np.flatnonzero(~hit.any(axis=1)):  # very short texts: the next filled bin, circularly
-            filled_bins = np.flatnonzero(filled[rows[i]])
-            after = filled_bins[filled_bins > bins[i]]
-            source[i] = after[0] if len(after) else filled_bins[0]
-        signatures[rows, bins] = signatures[rows, source]
+        _densify_kernel(signatures, np.uint32(empty), has_shingles, self.borrow_from)
+
+
+@numba.njit(cache=True, nogil=True)
+def _densify_kernel(signatures, empty, has_shingles, borrow_from):
+    """Fill each empty bin of the rows that have shingles, in place: from the first bin of its fixed sequence
+    `borrow_from[bin]` that is filled, else (very short texts) from the next filled bin, circularly. Filled means
+    before any borrowing, so a bin only ever borrows an original value. Compiled: windows of a few shingles
+    (decontamination) leave most bins empty."""
+    k = signatures.shape[1]
+    filled = np.empty(k, np.bool_)
+    original = np.empty(k, np.uint32)
+    for row in range(signatures.shape[0]):
+        if not has_shingles[row]:
+            continue
+        for b in range(k):
+            original[b] = signatures[row, b]
+            filled[b] = original[b] != empty
+        for b in range(k):
+            if filled[b]:
+                continue
+            source = -1
+            for attempt in range(borrow_from.shape[1]):
+                if filled[borrow_from[b, attempt]]:
+                    source = borrow_from[b, attempt]
+                    break
+            for step in range(1, k):
+                if source >= 0:
+                    break
+                if filled[(b + step) % k]:
+                    source = (b + step) % k
+            if source >= 0:
+                signatures[row, b] = original[source]
 
 
 def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -396,16 +417,20 @@ def recall_bands(threshold: float, num_perm: int, recall: float = 0.98) -> tuple
 
 def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """(n, bands) uint64 hash of each band's `rows` signature values, mixed with the band number."""
-    n = signatures.shape[0]
-    out = np.empty((n, bands), dtype=np.uint64)
-    values = signatures.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        for band in range(bands):
-            h = np.full(n, band + 1, dtype=np.uint64)
-            for column in values[:, band * rows : (band + 1) * rows].T:
-                h = _mix64(h ^ column)
-            out[:, band] = h
+    out = np.empty((signatures.shape[0], bands), dtype=np.uint64)
+    _band_kernel(np.ascontiguousarray(signatures), bands, rows, out)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _band_kernel(signatures, bands, rows, out):
+    """Each band's hash: the band number + 1, mixed (splitmix64) with each of its values in turn."""
+    for i in range(signatures.shape[0]):
+        for band in range(bands):
+            h = np.uint64(band + 1)
+            for column in range(band * rows, (band + 1) * rows):
+                h = _mix64(h ^ np.uint64(signatures[i, column]))
+            out[i, band] = h
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,15 @@ import pytest
 from helpers import CONFIGS, cli
 from pipeline import belt, filtering, spec
 from pipeline.config import ConfigError, load_config
-from stages.decontaminate import Decontaminate, EvalSet, match_text, read_items, word_counts, word_spans
+from stages.decontaminate import (
+    Decontaminate,
+    EvalSet,
+    HashIndex,
+    match_text,
+    read_items,
+    word_counts,
+    word_spans,
+)
 from stages.dedup import MinHasher, normalize
 from stages.warc_read import DOCUMENT_SCHEMA
 
@@ -223,8 +231,19 @@ def test_near_detector_finds_an_edited_item_and_not_a_stranger(tmp_path):
 
 def test_word_spans_follow_the_normalized_words():
     texts = ["Ça va? Très bien—merci!", "tab\tand\u00a0nbsp\u2028line", "zero\u200bwidth", "ﬁne ＡＢＣ ¨x", "  ...  "]
-    for text in texts:
-        assert len(word_spans(text)) == word_counts(match_text([text]))[0], text
+    for text, spans in zip(texts, word_spans(texts)):
+        assert len(spans) == word_counts(match_text([text]))[0], text
+
+
+def test_the_hash_index_finds_every_owner_of_every_key():
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 2**63, 5000, dtype=np.uint64)
+    keys = np.concatenate([keys, keys[:100]])  # keys shared by two items
+    owners = np.arange(len(keys), dtype=np.int32)
+    queries = np.concatenate([keys[::7], rng.integers(0, 2**63, 3000, dtype=np.uint64)])
+    query, owner = HashIndex(keys, owners).lookup(queries)
+    expected = {(q, o) for q, key in enumerate(queries.tolist()) for o in np.flatnonzero(keys == key).tolist()}
+    assert set(zip(query.tolist(), owner.tolist())) == expected and len(query) == len(expected)
 
 
 def test_run_signatures_are_the_text_signatures():
