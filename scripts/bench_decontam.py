@@ -11,8 +11,10 @@ least 100 words, each text once): eval items are passages of 20 to 80 words of s
 each item is planted into other pages (the hosts), one planting per host, in one of three kinds:
 
     verbatim  the passage as it is
-    edited    one word in 20 (at least one) replaced by another page's word, some words' case changed, a comma
-              added or dropped: what a near-copy detector is for (every 13-gram of a short item may be broken)
+    edited    one word in 20 (at least one) replaced by another page's word, one in 10 upper-cased or
+              capitalized, a comma added or dropped
+    edited_12 the same, but every 12th word replaced, so that no 13-gram of the item is left: what the near
+              detector is for
     span      a run of 13 words of the passage only (words: tokens with a letter or digit)
 
 and the remaining pages are clean (no planting), for precision. A clean page that happens to share a 13-gram of
@@ -42,7 +44,7 @@ from stages.quality import GopherQuality, GopherRepetition  # noqa: E402
 from stages.warc_read import DOCUMENT_SCHEMA  # noqa: E402
 
 GROUND_TRUTH = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
-KINDS = ("verbatim", "edited", "span")
+KINDS = ("verbatim", "edited", "edited_12", "span")
 SEED = 15
 BATCH = 64
 
@@ -56,11 +58,11 @@ def pages() -> list[str]:
 # --- the planted set ------------------------------------------------------------------------------------------
 
 
-def plant(texts: list[str], items_per_kind: int, rng: random.Random):
+def plant(texts: list[str], count: int, rng: random.Random):
     """(items, documents): items {id, text}; documents {text, kind, item} with kind in KINDS or 'clean'."""
     order = list(range(len(texts)))
     rng.shuffle(order)
-    sources, rest = order[: items_per_kind // 2], order[items_per_kind // 2 :]
+    sources, rest = order[: count // 2], order[count // 2 :]
     items: list[dict[str, str]] = []
     for page in sources:  # two passages per source page, from its two halves
         words = texts[page].split()
@@ -92,8 +94,13 @@ def planted(text: str, kind: str, vocabulary: list[str], rng: random.Random) -> 
         counted = [i for i, word in enumerate(words) if any(c.isalnum() for c in word)]
         first = rng.randint(0, max(0, len(counted) - 13))
         return " ".join(words[counted[first] : counted[min(first + 12, len(counted) - 1)] + 1])
-    if kind == "edited":
-        for position in rng.sample(range(len(words)), max(1, len(words) // 20)):
+    if kind.startswith("edited"):
+        changed = (
+            rng.sample(range(len(words)), max(1, len(words) // 20))
+            if kind == "edited"
+            else range(rng.randrange(12), len(words), 12)  # every 13 words hold a changed one
+        )
+        for position in changed:
             words[position] = rng.choice(vocabulary)
         for position in rng.sample(range(len(words)), max(1, len(words) // 10)):
             words[position] = words[position].upper() if rng.random() < 0.5 else words[position].capitalize()
@@ -149,10 +156,9 @@ def quality(args) -> None:
     )
     eval_set = EvalSet("planted", str(folder / "items.jsonl"))
     texts = [d["text"] for d in documents]
-    print(
-        "| detectors | verbatim recall | edited recall | span recall | item named right | precision | false hits on clean pages | CPU s |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+    recalls = " | ".join(f"{kind} recall" for kind in KINDS)
+    print(f"| detectors | {recalls} | item named right | precision | false hits on clean pages | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for label, near in (("13-gram", False), ("13-gram + near", True)):
         details, seconds = verdicts(Decontaminate([eval_set], near_detector=near), texts)
         recall = {kind: np.mean([bool(v) for v, d in zip(details, documents) if d["kind"] == kind]) for kind in KINDS}
@@ -161,10 +167,8 @@ def quality(args) -> None:
         false = sum(bool(v) for v, d in zip(details, documents) if d["kind"] == "clean")
         clean = sum(d["kind"] == "clean" for d in documents)
         precision = len(planted_hits) / max(1, len(planted_hits) + false)
-        print(
-            f"| {label} | {recall['verbatim']:.3f} | {recall['edited']:.3f} | {recall['span']:.3f} | {named:.3f} | "
-            f"{precision:.3f} | {false} of {clean} | {seconds:.1f} |"
-        )
+        recalls = " | ".join(f"{recall[kind]:.3f}" for kind in KINDS)
+        print(f"| {label} | {recalls} | {named:.3f} | {precision:.3f} | {false} of {clean} | {seconds:.1f} |")
 
 
 # --- throughput ------------------------------------------------------------------------------------------------
@@ -293,11 +297,11 @@ def index(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["quality", "throughput", "index"])
-    parser.add_argument("--items", type=int, default=None, help="quality: items per kind (240); throughput: 100000")
+    parser.add_argument("--items", type=int, default=None, help="quality: items (200); throughput: 100000")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000], help="index: items")
     parser.add_argument("--work", default="/tmp/bench_decontam", help="where eval files are written")
     args = parser.parse_args()
-    args.items = args.items or (240 if args.what == "quality" else 100_000)
+    args.items = args.items or (200 if args.what == "quality" else 100_000)
     print(f"# bench_decontam.py {args.what}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
     {"quality": quality, "throughput": throughput, "index": index}[args.what](args)
 

@@ -261,7 +261,7 @@ def test_the_belt_with_the_contamination_stage(tmp_path):
     eval_sets = (
         f"[{{name: quiz, path: '{quiz}', fields: [question, answer]}}, {{name: moons, path: '{moons}', action: mask}}]"
     )
-    manifest = belt.run(config_with(tmp_path, eval_sets))
+    manifest = belt.run(config_with(tmp_path, eval_sets, "decontamination.near_detector=true"))
     assert manifest["invariants"] and all(manifest["invariants"].values()), manifest["invariants"]
     # the page and the fixture's copy of it on another site
     assert manifest["counts"]["rejected"]["contamination"] == 2
