@@ -51,6 +51,9 @@ SPAN_CHARS = 160  # of the matching span quoted in a reject's detail
 # windows of one size start a third of a window apart.
 WINDOW_RATIO = 1.5
 WINDOW_STEPS = 3
+# Items with fewer shingles are left to the n-gram detector: a near copy of a few words is not a question one
+# can answer, and windows that small would mean a window (and its 64 band lookups) per shingle of every page.
+NEAR_MIN_SHINGLES = 8
 
 
 class EvalSetError(Exception):
@@ -172,12 +175,12 @@ class Hits:
     start: np.ndarray
     words: np.ndarray
     item: np.ndarray
-    score: np.ndarray  # 1.0 for an n-gram hit, the item's containment for a near one
+    containment: np.ndarray  # of the item in the document, for a near hit; NaN for an n-gram hit
 
     @staticmethod
     def concat(parts: list[Hits]) -> Hits:
         return Hits(
-            *(np.concatenate([getattr(p, f) for p in parts]) for f in ("doc", "start", "words", "item", "score"))
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in ("doc", "start", "words", "item", "containment"))
         )
 
 
@@ -271,7 +274,7 @@ class NgramIndex:
             query, item = self.index.lookup(hashes)
             doc = doc[query]
             words = np.minimum(k, doc_words[doc])  # a document shorter than k is one run of all its words
-            parts.append(Hits(doc, position[query], words, item, np.ones(len(query))))
+            parts.append(Hits(doc, position[query], words, item, np.full(len(query), np.nan)))
         return Hits.concat(parts)
 
 
@@ -294,7 +297,7 @@ class NearIndex:
         self.set_ends = np.cumsum([len(s) for s in sets], dtype=np.int64)
         self.sets = np.concatenate(sets) if sets else np.zeros(0, np.uint64)  # item i's: [ends[i-1], ends[i])
         self.bands, self.rows = recall_bands(threshold / (1 + WINDOW_RATIO - threshold), hasher.num_perm)
-        has = counts > 0
+        has = counts >= NEAR_MIN_SHINGLES
         buckets = band_hashes(hasher.run_signatures(flat, starts[has], ends[has]), self.bands, self.rows)
         self.index = HashIndex(buckets.ravel(), np.repeat(np.flatnonzero(has).astype(np.int32), self.bands))
         self.sizes = sorted({window_size(int(c)) for c in counts[has]})
@@ -451,12 +454,12 @@ class Decontaminate:
         hit_docs = np.unique(hits.doc).tolist()
         for d, spans in zip(hit_docs, word_spans([texts[d] for d in hit_docs])):
             of_doc = hits.doc == d
-            found_here = (getattr(hits, f)[of_doc] for f in ("start", "words", "item", "score"))
+            found_here = (getattr(hits, f)[of_doc] for f in ("start", "words", "item", "containment"))
             texts[d], masked[d], items[d], reasons[d], details[d] = self._verdict(index, texts[d], spans, *found_here)
         columns = {"text": texts, "contamination_masked": masked, "contamination_items": items}
         return columns, reasons, details
 
-    def _verdict(self, index: Index, text: str, spans: list[tuple[int, int]], starts, words, items, scores):
+    def _verdict(self, index: Index, text: str, spans: list[tuple[int, int]], starts, words, items, containments):
         """(text, spans masked, items masked, reason, detail) of a document with hits; `spans`: its words'."""
         sets = index.set_of[items]
         rejecting = [i for i, s in enumerate(self.eval_sets) if s.action == "reject" and (sets == i).any()]
@@ -469,7 +472,7 @@ class Decontaminate:
                 (int(sets[h]), int(items[h])) for h in range(len(items)) if self.eval_sets[sets[h]].action == "reject"
             }
             quoted = " ".join(text[span[0] : span[1]].split())
-            how = f"{self.ngram}-gram" if scores[first] == 1.0 else f"near copy, containment {scores[first]:.2f}"
+            how = _how(int(words[first]), float(containments[first]), self.ngram)
             detail = f"{self.eval_sets[sets[first]].name} item {index.ids[items[first]]} ({how}): " + (
                 f'"{quoted[:SPAN_CHARS]}{"…" if len(quoted) > SPAN_CHARS else ""}"'
             )
@@ -483,6 +486,13 @@ class Decontaminate:
         named = sorted({(int(s), index.ids[i]) for s, i in zip(sets, items)})
         masked_items = ",".join(f"{self.eval_sets[s].name}:{item_id}" for s, item_id in named)
         return text, len(merged), masked_items, None, None
+
+
+def _how(words: int, containment: float, n: int) -> str:
+    """How a hit was found, for a reject's detail."""
+    if not math.isnan(containment):
+        return f"near copy, containment {containment:.2f}"
+    return f"{n}-gram" if words == n else "the whole item"
 
 
 def _char_span(spans: list[tuple[int, int]], first_word: int, words: int) -> tuple[int, int]:

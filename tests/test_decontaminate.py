@@ -4,6 +4,7 @@ set files and their config errors, the resume fingerprint, and one run of the be
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,8 @@ def test_a_13_word_span_hits_and_12_words_do_not(tmp_path):
 def test_an_item_shorter_than_n_is_one_ngram(tmp_path):
     decontaminate = stage(tmp_path, QUIZ)
     rows = run(decontaminate, [FILLER + "Quiz: name the red planet: mars! " + FILLER, FILLER + "name the red planet"])
-    assert rows[0]["reason"] == "contamination:quiz" and "item 1 " in rows[0]["detail"]  # its line number
+    assert rows[0]["reason"] == "contamination:quiz"
+    assert rows[0]["detail"] == 'quiz item 1 (the whole item): "name the red planet: mars!"'  # its line number
     assert rows[1]["stage"] is None  # four of its five words
 
 
@@ -227,6 +229,14 @@ def test_near_detector_finds_an_edited_item_and_not_a_stranger(tmp_path):
     assert rows[0]["reason"] == "contamination:quiz" and "near copy, containment" in rows[0]["detail"]
     assert rows[1]["stage"] is None
     assert run(ngram_only, texts)[0]["stage"] is None  # every 13-gram of it has an edit
+
+
+def test_the_stage_travels_as_settings(tmp_path):
+    decontaminate = stage(tmp_path, QUIZ, near_detector=True)
+    run(decontaminate, [FILLER + QUESTION])  # builds its index, kept in this process
+    shipped = pickle.dumps(decontaminate)  # as Ray and Spark send it to their workers
+    assert len(shipped) < 2000
+    assert run(pickle.loads(shipped), [FILLER + QUESTION])[0]["reason"] == "contamination:quiz"
 
 
 def test_word_spans_follow_the_normalized_words():
