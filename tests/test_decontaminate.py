@@ -229,6 +229,8 @@ def test_near_detector_finds_an_edited_item_and_not_a_stranger(tmp_path):
     assert rows[0]["reason"] == "contamination:quiz" and "near copy, containment" in rows[0]["detail"]
     assert rows[1]["stage"] is None
     assert run(ngram_only, texts)[0]["stage"] is None  # every 13-gram of it has an edit
+    near_only = stage(tmp_path, [{"text": item}], fields=("text",), ngram_detector=False, near_detector=True)
+    assert [row["stage"] for row in run(near_only, texts)] == ["contamination", None]
 
 
 def test_the_stage_travels_as_settings(tmp_path):
