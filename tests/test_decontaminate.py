@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import CONFIGS, cli
+from helpers import CONFIGS, assert_same_output, cli, needs_spark
 from pipeline import belt, filtering, spec
 from pipeline.config import ConfigError, load_config
 from stages.decontaminate import (
@@ -293,6 +293,21 @@ def test_the_belt_with_the_contamination_stage(tmp_path):
     assert not any("January 1610" in row["text"] for row in docs)
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<h2>Contamination</h2>" in report and "canyon-1" in report
+
+
+@needs_spark
+@pytest.mark.usefixtures("embedded_ray")
+def test_the_same_bytes_on_spark(tmp_path):
+    """The stage travels to Spark's Python workers as settings and builds its index there: reject, mask and the
+    near detector give Ray's bytes."""
+    quiz = jsonl(tmp_path / "quiz.jsonl", [{"id": "canyon-1", "question": CANYON}])
+    moons = jsonl(tmp_path / "moons.jsonl", [{"text": JUPITER}])
+    eval_sets = f"[{{name: quiz, path: '{quiz}', fields: [question]}}, {{name: moons, path: '{moons}', action: mask}}]"
+    settings = ("decontamination.near_detector=true", "spark.master=local[2]")
+    belt.run(config_with(tmp_path, eval_sets, *settings, output="ray"))
+    manifest = belt.run(config_with(tmp_path, eval_sets, *settings, "engine=spark", output="spark"))
+    assert manifest["counts"]["rejected"]["contamination"] == 2
+    assert_same_output(tmp_path / "ray", tmp_path / "spark")
 
 
 def read_folder(folder: Path) -> pa.Table:
