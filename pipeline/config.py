@@ -944,7 +944,7 @@ def _check_decontamination(config: Config, base: Path) -> None:
     """The eval sets, when the belt has the `contamination` stage: named, each action known, each file read
     whole here (its items, fields and format), so that a bad one stops the run before any work."""
     from pipeline import spec
-    from stages.decontaminate import EvalSetError, read_items
+    from stages.decontaminate import ACTIONS, EvalSetError, read_items
 
     settings = config.decontamination
     listed = "contamination" in (config.stages or [])
@@ -967,7 +967,7 @@ def _check_decontamination(config: Config, base: Path) -> None:
                 f"{key}.name: expected a unique lower-case name (letters, digits, _ . -), got {eval_set.name!r}"
             )
         names.add(eval_set.name)
-        _choices(eval_set.action, ("reject", "mask"), f"{key}.action")
+        _choices(eval_set.action, ACTIONS, f"{key}.action")
         if not eval_set.fields:
             raise ConfigError(f"{key}.fields: expected at least one field")
         if not eval_set.path:

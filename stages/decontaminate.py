@@ -10,8 +10,8 @@ Two detectors, each optional:
 - n-gram overlap (GPT-3, datatrove's NGramsDecontFilter): a document is contaminated by an item when it holds
   any of the item's word n-grams (n = 13); an item shorter than n is one n-gram of all its words. N-grams are
   hashed to 64 bits by the near-dedup stage's shingle hash and looked up in one sorted array of every item's
-  hashes (np.searchsorted): exact, 12 bytes per item n-gram, and it names the item (docs/benchmarks.md
-  "Decontamination" measures it against a Bloom filter).
+  hashes (np.searchsorted, behind a one-hash bitmap): exact, 12 bytes per item n-gram and 2 to 4 for the
+  bitmap, and it names the item (docs/benchmarks.md "Decontamination" measures it against a Bloom filter).
 - near duplicate: the near-dedup stage's MinHash signatures of the items' shingles, LSH bands looked up with
   windows of each document about an item's length (a short item inside a long document has a low Jaccard with
   the document, but a high one with the window around it); a candidate is kept when most of the item's
@@ -73,8 +73,8 @@ class EvalSet:
 
 def read_items(eval_set: EvalSet, opener: Callable[[str], BinaryIO] = open_local):
     """(ids, texts) of an eval set's items: JSONL (plain or gzip) or Parquet (by the `.parquet` name). An item's
-    text is its `fields` joined by a space; its id is its `id` field where it has one, else its line or row
-    number (from 0)."""
+    text is its `fields` joined by a space; its id is its `id` field where it has one, else its number in the
+    file (from 0; blank JSONL lines are not items)."""
     try:
         with opener(eval_set.path) as handle:
             data = handle.read()
@@ -197,9 +197,8 @@ def _positions(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(which query, index) for every index in [lo[q], hi[q]) of every query q."""
     sizes = hi - lo
-    return np.repeat(np.arange(len(lo)), sizes), np.arange(sizes.sum()) + np.repeat(
-        lo - (np.cumsum(sizes) - sizes), sizes
-    )
+    packed_starts = np.cumsum(sizes) - sizes
+    return np.repeat(np.arange(len(lo)), sizes), np.arange(sizes.sum()) + np.repeat(lo - packed_starts, sizes)
 
 
 class HashIndex:
@@ -464,28 +463,29 @@ class Decontaminate:
         sets = index.set_of[items]
         rejecting = [i for i, s in enumerate(self.eval_sets) if s.action == "reject" and (sets == i).any()]
         if rejecting:
-            order = np.lexsort((starts, sets != rejecting[0]))  # the first hit of the first rejecting set
-            first = order[0]
-            of_item = np.flatnonzero(items == items[first])
-            span = _merge([_char_span(spans, int(starts[h]), int(words[h])) for h in of_item])[0]  # all its words
-            hit_items = {
-                (int(sets[h]), int(items[h])) for h in range(len(items)) if self.eval_sets[sets[h]].action == "reject"
-            }
-            quoted = " ".join(text[span[0] : span[1]].split())
-            how = _how(int(words[first]), float(containments[first]), self.ngram)
-            detail = f"{self.eval_sets[sets[first]].name} item {index.ids[items[first]]} ({how}): " + (
-                f'"{quoted[:SPAN_CHARS]}{"…" if len(quoted) > SPAN_CHARS else ""}"'
-            )
-            if len(hit_items) > 1:
-                detail += f"; {len(hit_items) - 1} more items"
             reason = f"{NAME}:{','.join(self.eval_sets[i].name for i in rejecting)}"
-            return text, 0, None, reason, detail
+            return text, 0, None, reason, self._detail(index, text, spans, starts, words, items, containments)
         merged = _merge([_char_span(spans, int(s), int(w)) for s, w in zip(starts, words)])
         for a, b in reversed(merged):
             text = text[:a] + self.placeholder + text[b:]
         named = sorted({(int(s), index.ids[i]) for s, i in zip(sets, items)})
         masked_items = ",".join(f"{self.eval_sets[s].name}:{item_id}" for s, item_id in named)
         return text, len(merged), masked_items, None, None
+
+    def _detail(self, index: Index, text: str, spans, starts, words, items, containments) -> str:
+        """A rejected document's detail: the first item of the first rejecting set found in it, how, and all the
+        words of that item's hits there (the first run of them), with how many more rejecting items it holds."""
+        sets = index.set_of[items]
+        rejects = np.array([self.eval_sets[s].action == "reject" for s in sets.tolist()])
+        first = np.lexsort((starts, sets, ~rejects))[0]
+        of_item = np.flatnonzero(items == items[first])
+        span = _merge([_char_span(spans, int(starts[h]), int(words[h])) for h in of_item])[0]
+        quoted = " ".join(text[span[0] : span[1]].split())
+        quoted = quoted if len(quoted) <= SPAN_CHARS else quoted[:SPAN_CHARS] + "…"
+        how = _how(int(words[first]), float(containments[first]), self.ngram)
+        detail = f'{self.eval_sets[sets[first]].name} item {index.ids[items[first]]} ({how}): "{quoted}"'
+        more = len(set(items[rejects].tolist())) - 1
+        return detail + (f"; {more} more items" if more else "")
 
 
 def _how(words: int, containment: float, n: int) -> str:
