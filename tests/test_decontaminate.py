@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import CONFIGS, assert_same_output, cli, needs_spark
-from pipeline import belt, filtering, spec
+from pipeline import belt, filtering, report, spec
 from pipeline.config import ConfigError, load_config
 from stages.decontaminate import (
     Decontaminate,
@@ -264,6 +264,34 @@ def test_run_signatures_are_the_text_signatures():
     flat, counts = hasher.shingle_hashes(normalized)
     ends = np.cumsum(counts)
     assert (hasher.run_signatures(flat, ends - counts, ends) == hasher.signatures_of_normalized(normalized)).all()
+
+
+def test_the_report_table_counts_documents_items_and_domains():
+    manifest = {
+        "stages": {"contamination": {"rows_in": 9}},
+        "config": {
+            "decontamination": {"eval_sets": [{"name": "quiz", "action": "reject"}, {"name": "news", "action": "mask"}]}
+        },
+    }
+    rejects = pa.table(
+        {
+            "stage": ["contamination", "contamination", "quality"],
+            "reason": ["contamination:quiz", "contamination:quiz,news", "quality:too_short"],
+            "detail": ['quiz item q7 (13-gram): "..."', 'quiz item 1 (the whole item): "..."', None],
+            "url": ["https://a.org/1", "https://www.b.co.uk/2", "https://a.org/3"],
+        }
+    )
+    docs = pa.table(
+        {
+            "url": ["https://a.org/4", "https://c.org/5", "https://a.org/6"],
+            "contamination_items": ["news:0,news:3", None, "news:0"],
+        }
+    )
+    table = report._contamination(manifest, docs, rejects)
+    assert '<td>quiz</td><td>reject</td><td class="n">2</td><td class="n">2</td><td>1, q7</td>' in table
+    # news: two masked documents and one rejected by both sets (its detail names quiz's item only)
+    assert '<td>news</td><td>mask</td><td class="n">3</td><td class="n">2</td><td>0, 3</td>' in table
+    assert "<td>a.org (1), b.co.uk (1)</td>" in table and "<td>a.org (2), b.co.uk (1)</td>" in table
 
 
 @pytest.mark.usefixtures("embedded_ray")
