@@ -249,6 +249,28 @@ class DedupConfig:
 
 
 @dataclass
+class EvalSetConfig:
+    """One evaluation set the `contamination` stage looks for in the documents."""
+
+    name: str = ""  # its reject code is contamination:NAME
+    path: str = ""  # JSONL (plain or gzip) or .parquet, local (config-relative) or s3://
+    fields: list[str] = field(default_factory=lambda: ["text"])  # an item's text: these fields, joined by a space
+    action: str = "reject"  # reject, or mask: the matching spans replaced by `placeholder`
+
+
+@dataclass
+class DecontaminationConfig:
+    """The `contamination` stage (in `stages:` only); its MinHash settings are the dedup section's."""
+
+    eval_sets: list[EvalSetConfig] = field(default_factory=list)
+    ngram_detector: bool = True  # a document holding any word n-gram of an item
+    ngram: int = 13  # n; an item shorter than n words is one n-gram of all its words
+    near_detector: bool = False  # MinHash/LSH windows: an item with a few words changed
+    near_threshold: float = 0.5  # near: the share of the item's shingles the document holds
+    placeholder: str = "[contaminated]"  # mask: what replaces each matching span
+
+
+@dataclass
 class TransformerConfig:
     size: str | None = None  # "125m" or "350m" sets dim, n_layers and n_heads; None: the values below
     dim: int = 64
@@ -347,6 +369,7 @@ class Config:
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     pii: PiiConfig = field(default_factory=PiiConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
@@ -632,6 +655,8 @@ RANGES = {
     "dedup.bands": _POSITIVE_INT,
     "dedup.rows": _POSITIVE_INT,
     "dedup.shards": _POSITIVE_INT,
+    "decontamination.ngram": _POSITIVE_INT,
+    "decontamination.near_threshold": ("a number in (0, 1]", lambda v: 0 < v <= 1),
     "mixture.budget_tokens": _POSITIVE_INT,
     "mixture.max_passes": _ABOVE_0,
     "tokenizer.batch_size": _POSITIVE_INT,
@@ -686,6 +711,7 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
     problems.check(_check_classifier, config, base)
     problems.check(_check_pii, config.pii)
     problems.check(_check_stages, config, base)
+    problems.check(_check_decontamination, config, base)
     for i in range(len(config.sources)):
         problems.check(_check_select, config, i)
     problems.check(_check_engine, config)
@@ -941,6 +967,47 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
         return spec.user_stage(entry, probe=True)
     except StageError as error:
         raise ConfigError(f"{key}: {error}") from None
+
+
+def _check_decontamination(config: Config, base: Path) -> None:
+    """The eval sets, when the belt has the `contamination` stage: named, each action known, each file read
+    whole here (its items, fields and format), so that a bad one stops the run before any work."""
+    from pipeline import spec
+    from stages.decontaminate import ACTIONS, EvalSetError, read_items
+
+    settings = config.decontamination
+    listed = "contamination" in (config.stages or [])
+    if not listed:
+        if settings.eval_sets:
+            raise ConfigError(
+                "decontamination.eval_sets: given, but `contamination` is not in `stages:`; list it (after "
+                "quality and repetition)"
+            )
+        return
+    if not settings.eval_sets:
+        raise ConfigError("decontamination.eval_sets: the contamination stage needs at least one eval set")
+    if not (settings.ngram_detector or settings.near_detector):
+        raise ConfigError("decontamination: turn on ngram_detector, near_detector or both")
+    names: set[str] = set()
+    for i, eval_set in enumerate(settings.eval_sets):
+        key = f"decontamination.eval_sets[{i}]"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", eval_set.name) or eval_set.name in names:
+            raise ConfigError(
+                f"{key}.name: expected a unique lower-case name (letters, digits, _ . -), got {eval_set.name!r}"
+            )
+        names.add(eval_set.name)
+        _choices(eval_set.action, ACTIONS, f"{key}.action")
+        if not eval_set.fields:
+            raise ConfigError(f"{key}.fields: expected at least one field")
+        if not eval_set.path:
+            raise ConfigError(f"{key}.path: no file given")
+        eval_set.path = _resolve(eval_set.path, base)
+        try:
+            ids, _ = read_items(spec.eval_set(eval_set), spec.opener(config))
+        except EvalSetError as error:
+            raise ConfigError(f"{key}.path: {error}") from None
+        if not ids:
+            raise ConfigError(f"{key}.path: {eval_set.path!r} holds no item")
 
 
 def _check_engine(config: Config) -> None:

@@ -158,16 +158,25 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
         settings = asdict(getattr(config, stage.spec.section)) if stage.spec.section else dict(stage.entry)
         if isinstance(stage.runner, UserStage):
             settings = stage.runner.fingerprint()
-        stages.append([stage.spec.name, settings])
+        shared = {section: asdict(getattr(config, section)) for section in stage.spec.shares}
+        stages.append([stage.spec.name, {**settings, **shared} if shared else settings])
         for key in stage.spec.files:  # files whose content shapes the stage
-            paths = settings.get(key) or []
-            inputs += [stamp(path, stage.spec.name) for path in ([paths] if isinstance(paths, str) else paths)]
+            inputs += [stamp(path, stage.spec.name) for path in _file_paths(settings.get(key))]
     text = json.dumps(
         {"inputs": inputs, "sources": sources, "read": asdict(config.read), "stages": stages},
         sort_keys=True,
         default=str,
     )
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_paths(value) -> list[str]:
+    """The files a `files` key names: a path, a list of paths, or a list of entries with a `path` (eval sets)."""
+    if not value:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [entry["path"] if isinstance(entry, dict) else entry for entry in value]
 
 
 def rows_in(folder: Path) -> int:

@@ -74,10 +74,12 @@ def write(out: Path, path: Path | None = None) -> Path:
     """Write the report of the run in `out` (to out/report.html unless `path` is given); returns its path."""
     out = Path(out)
     path = Path(path) if path else out / "report.html"
+    manifest = read_manifest(out)
+    contaminated = ["contamination_items"] if "contamination" in spec_stages(manifest) else []
     page = render(
-        read_manifest(out),
-        _read(out / "docs", ["lang", "quality_score", "url"]),
-        _read(out / "rejects", ["stage", "reason", "dup_of", "url"]),
+        manifest,
+        _read(out / "docs", ["lang", "quality_score", "url", *contaminated]),
+        _read(out / "rejects", ["stage", "reason", "detail", "dup_of", "url"]),
         read_samples(out / "rejects"),
     )
     try:
@@ -138,6 +140,7 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str,
         _samples(samples, counts["rejected_by_reason"]),
         "<h2>Domains</h2>",
         _domains(docs, rejects),
+        _contamination(manifest, docs, rejects),
         "<h2>Mixture and tokens</h2>",
         _mixture(manifest),
         "<h2>Time</h2>",
@@ -360,6 +363,54 @@ def registered_domain(url: str | None) -> str:
 @lru_cache(maxsize=1 << 16)
 def _host_domain(host: str) -> str:
     return SUFFIXES.extract_str(host).top_domain_under_public_suffix or host
+
+
+def spec_stages(manifest: dict) -> list[str]:
+    """The per-document stages the run had, by name, from its manifest's stage rows."""
+    return [name for name, row in manifest["stages"].items() if "rows_in" in row]
+
+
+CONTAMINATION_DOMAINS = 5  # top domains shown per eval set
+CONTAMINATION_ITEMS = 10  # item ids shown per eval set
+
+
+def _contamination(manifest: dict, docs: pa.Table, rejects: pa.Table) -> str:
+    """Per eval set of a run with the contamination stage: the documents it rejected or masked, the items
+    found in them, and the registered domains with the most of those documents."""
+    if "contamination" not in spec_stages(manifest):
+        return ""
+    found = _contaminated(docs, rejects)
+    rows = []
+    for eval_set in manifest["config"]["decontamination"]["eval_sets"]:
+        documents = found[eval_set["name"]].values()
+        domains = Counter(registered_domain(url) for url, _ in documents)
+        top = sorted(domains.items(), key=lambda pair: (-pair[1], pair[0]))[:CONTAMINATION_DOMAINS]
+        items = sorted(set().union(*(items for _, items in documents)))
+        first = ", ".join(items[:CONTAMINATION_ITEMS]) + (" …" if len(items) > CONTAMINATION_ITEMS else "")
+        top_text = ", ".join(f"{domain} ({n:,})" for domain, n in top) or None
+        rows.append([eval_set["name"], eval_set["action"], len(documents), len(items), first or None, top_text])
+    return (
+        "<h2>Contamination</h2><p>Documents holding text of each eval set, rejected or masked (a reject's "
+        "detail names the first item it holds; a masked document lists every item).</p>"
+        + _table(["eval set", "action", "documents", "items hit", "items", "top domains"], rows, {2, 3})
+    )
+
+
+def _contaminated(docs: pa.Table, rejects: pa.Table) -> defaultdict[str, dict[tuple, tuple[str | None, set[str]]]]:
+    """eval set -> {document: (its URL, the set's items found in it)}, from rejects' `contamination:NAME,...`
+    reasons and details (`NAME item ID (...)`) and docs' `contamination_items` (`NAME:ID,...`)."""
+    found: defaultdict[str, dict[tuple, tuple[str | None, set[str]]]] = defaultdict(dict)
+    columns = (rejects[c].to_pylist() for c in ("stage", "reason", "detail", "url"))
+    for row, (stage, reason, detail, url) in enumerate(zip(*columns)):
+        if stage == "contamination":
+            named, _, rest = (detail or "").partition(" item ")
+            for name in reason.partition(":")[2].split(","):
+                found[name][("rejects", row)] = (url, {rest.split(" (", 1)[0]} if name == named else set())
+    for row, (url, listed) in enumerate(zip(docs["url"].to_pylist(), docs["contamination_items"].to_pylist())):
+        for entry in listed.split(",") if listed else []:
+            name, _, item = entry.partition(":")
+            found[name].setdefault(("docs", row), (url, set()))[1].add(item)
+    return found
 
 
 def _mixture(manifest: dict) -> str:

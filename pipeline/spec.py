@@ -16,12 +16,14 @@ by import path (stages/user.py has the contract); without it the belt is DEFAULT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, BinaryIO
 from collections.abc import Callable
 
 import pyarrow as pa
 
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
+from stages.decontaminate import Decontaminate, EvalSet
 from stages.extract import Extract
 from stages.langid import LanguageId
 from stages.pii import PiiMasker
@@ -38,6 +40,7 @@ class StageSpec:
     needs: tuple[str, ...] = ()  # columns it reads
     adds: dict[str, pa.DataType] = field(default_factory=dict)  # columns it adds (kept in docs/ where listed there)
     files: tuple[str, ...] = ()  # keys of its section that name files it loads: their content shapes its verdicts
+    shares: tuple[str, ...] = ()  # other config sections whose settings it uses (they join its fingerprint)
     build: Callable[[Any], Any] | None = None  # config -> the stage object, or None when the config turns it off
 
 
@@ -87,6 +90,35 @@ def scorer(settings, name: str = "classifier", column: str = "quality_score"):
 
 
 CLASSIFIER_FILES = ("good_examples", "bad_examples", "model_path")
+
+
+def eval_set(settings) -> EvalSet:
+    """An EvalSetConfig as the stage takes it."""
+    return EvalSet(settings.name, settings.path, tuple(settings.fields), settings.action)
+
+
+def opener(config) -> Callable[[str], BinaryIO]:
+    """path -> binary file, for local paths and s3:// URIs (the config's storage settings)."""
+    from pipeline.storage import open_input
+
+    return partial(open_input, settings=config.storage)
+
+
+def _contamination(config):
+    settings, dedup = config.decontamination, config.dedup
+    return Decontaminate(
+        [eval_set(s) for s in settings.eval_sets],
+        ngram=settings.ngram,
+        ngram_detector=settings.ngram_detector,
+        near_detector=settings.near_detector,
+        near_threshold=settings.near_threshold,
+        placeholder=settings.placeholder,
+        num_perm=dedup.num_perm,  # the near-dedup stage's signatures
+        shingle_words=dedup.shingle_words,
+        seed=dedup.seed,
+        opener=opener(config),
+    )
+
 
 READ = StageSpec(
     "read",
@@ -158,6 +190,20 @@ DOCUMENT_STAGES = {
             "placeholders (`<EMAIL>`, `<IP_ADDRESS>`, `<PHONE>`; versions, dates, ISBNs and the like kept); "
             "`pii_replacements` counts them; the stages after it, dedup and the tokens see the masked text",
             rejects="nothing: it changes the text",
+        ),
+        StageSpec(
+            "contamination",
+            section="decontamination",
+            needs=("text",),
+            adds={"contamination_masked": pa.int64(), "contamination_items": pa.string()},
+            files=("eval_sets",),
+            shares=("dedup",),
+            build=_contamination,
+            summary="eval sets (JSONL or Parquet, local or s3://) looked for in each document: any shared word "
+            "13-gram (a sorted array of 64-bit hashes), and optionally near copies (the near-dedup stage's "
+            "MinHash/LSH over item-sized windows, verified by containment); per eval set, `reject` or `mask` "
+            "(the spans replaced, counted in `contamination_masked`, the items in `contamination_items`)",
+            rejects="`contamination:NAME` (detail: the item's id and the matching span)",
         ),
     ]
 }

@@ -228,11 +228,26 @@ def _emit(out, listed, list_starts, shingles, text, hashed, num_perm, listing):
     if listing:
         listed[list_starts[text] + shingles[text]] = hashed
     else:
-        bin_ = ((hashed >> np.uint64(32)) * num_perm) >> np.uint64(32)  # the top bits, scaled to [0, num_perm)
-        value = np.uint32(hashed & np.uint64(0xFFFFFFFF))
-        if value < out[text, bin_]:
-            out[text, bin_] = value
+        _keep_min(out, text, hashed, num_perm)
     shingles[text] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep_min(out, row, hashed, num_perm):
+    """One-permutation hashing: the hash's top bits pick the bin, its low bits are the value the bin keeps."""
+    bin_ = ((hashed >> np.uint64(32)) * num_perm) >> np.uint64(32)  # the top bits, scaled to [0, num_perm)
+    value = np.uint32(hashed & np.uint64(0xFFFFFFFF))
+    if value < out[row, bin_]:
+        out[row, bin_] = value
+
+
+@numba.njit(cache=True, nogil=True)
+def _run_kernel(flat, starts, ends, out):
+    """The signature of each run flat[starts[r]:ends[r]] of shingle hashes, bin by bin as _shingle_kernel."""
+    num_perm = np.uint64(out.shape[1])
+    for run in range(len(starts)):
+        for i in range(starts[run], ends[run]):
+            _keep_min(out, run, flat[i], num_perm)
 
 
 _NOTHING = np.zeros(0, dtype=np.uint64)
@@ -285,27 +300,68 @@ class MinHasher:
     def shingle_sets(self, texts) -> list[np.ndarray]:
         """Each text's set of 64-bit shingle hashes (of its normalized text), as a sorted unique array (for
         exact Jaccard)."""
-        data, offsets = _string_bytes(normalize(texts))
+        flat, counts = self.shingle_hashes(normalize(texts))
+        starts = np.r_[0, np.cumsum(counts)]
+        return [np.unique(flat[start:end]) for start, end in zip(starts[:-1], starts[1:])]
+
+    def shingle_hashes(self, normalized: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, counts): every shingle hash of each text of `normalize`'s output (words separated by single
+        spaces), in word order, one text after the other, and how many each text has. A shingle's hash does
+        not depend on where it stands, so these are the word n-grams (n = shingle_words) of decontamination too;
+        a text shorter than a shingle has one, of all its words."""
+        data, offsets = _string_bytes(normalized)
         list_starts = np.r_[0, np.cumsum(np.diff(offsets) // 2 + 1)]  # a word takes at least 2 bytes
         listed = np.zeros(max(1, list_starts[-1]), dtype=np.uint64)
         counts = _shingle_kernel(
             data, offsets, self.shingle_words, self.salt, np.zeros((0, self.num_perm), np.uint32), listed, list_starts
         )
-        return [np.unique(listed[start : start + count]) for start, count in zip(list_starts[:-1], counts)]
+        packed_starts = np.cumsum(counts) - counts  # where each text's hashes start once packed together
+        return listed[np.arange(counts.sum()) + np.repeat(list_starts[:-1] - packed_starts, counts)], counts
+
+    def run_signatures(self, flat: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """(runs, num_perm) uint32 signatures of runs of shingle hashes, run r being flat[starts[r]:ends[r]]:
+        the signature `signatures` gives a text whose shingles they are (a window of a document, in
+        decontamination)."""
+        empty = np.iinfo(np.uint32).max
+        out = np.full((len(starts), self.num_perm), empty, dtype=np.uint32)
+        _run_kernel(flat, starts.astype(np.int64), ends.astype(np.int64), out)
+        self._densify(out, empty, has_shingles=ends > starts)
+        return out
 
     def _densify(self, signatures: np.ndarray, empty: int, has_shingles: np.ndarray) -> None:
-        filled = signatures != empty  # before any borrowing, so a bin only ever borrows an original value
-        rows, bins = np.nonzero(~filled & has_shingles[:, None])
-        if not len(rows):
-            return
-        candidates = self.borrow_from[bins]  # (empty bins, attempts)
-        hit = filled[rows[:, None], candidates]
-        source = candidates[np.arange(len(rows)), hit.argmax(axis=1)]
-        for i in np.flatnonzero(~hit.any(axis=1)):  # very short texts: the next filled bin, circularly
-            filled_bins = np.flatnonzero(filled[rows[i]])
-            after = filled_bins[filled_bins > bins[i]]
-            source[i] = after[0] if len(after) else filled_bins[0]
-        signatures[rows, bins] = signatures[rows, source]
+        _densify_kernel(signatures, np.uint32(empty), has_shingles, self.borrow_from)
+
+
+@numba.njit(cache=True, nogil=True)
+def _densify_kernel(signatures, empty, has_shingles, borrow_from):
+    """Fill each empty bin of the rows that have shingles, in place: from the first bin of its fixed sequence
+    `borrow_from[bin]` that is filled, else (very short texts) from the next filled bin, circularly. Filled means
+    before any borrowing, so a bin only ever borrows an original value. Compiled: windows of a few shingles
+    (decontamination) leave most bins empty."""
+    k = signatures.shape[1]
+    filled = np.empty(k, np.bool_)
+    original = np.empty(k, np.uint32)
+    for row in range(signatures.shape[0]):
+        if not has_shingles[row]:
+            continue
+        for b in range(k):
+            original[b] = signatures[row, b]
+            filled[b] = original[b] != empty
+        for b in range(k):
+            if filled[b]:
+                continue
+            source = -1
+            for attempt in range(borrow_from.shape[1]):
+                if filled[borrow_from[b, attempt]]:
+                    source = borrow_from[b, attempt]
+                    break
+            for step in range(1, k):
+                if source >= 0:
+                    break
+                if filled[(b + step) % k]:
+                    source = (b + step) % k
+            if source >= 0:
+                signatures[row, b] = original[source]
 
 
 def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -361,16 +417,20 @@ def recall_bands(threshold: float, num_perm: int, recall: float = 0.98) -> tuple
 
 def band_hashes(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """(n, bands) uint64 hash of each band's `rows` signature values, mixed with the band number."""
-    n = signatures.shape[0]
-    out = np.empty((n, bands), dtype=np.uint64)
-    values = signatures.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        for band in range(bands):
-            h = np.full(n, band + 1, dtype=np.uint64)
-            for column in values[:, band * rows : (band + 1) * rows].T:
-                h = _mix64(h ^ column)
-            out[:, band] = h
+    out = np.empty((signatures.shape[0], bands), dtype=np.uint64)
+    _band_kernel(np.ascontiguousarray(signatures), bands, rows, out)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _band_kernel(signatures, bands, rows, out):
+    """Each band's hash: the band number + 1, mixed (splitmix64) with each of its values in turn."""
+    for i in range(signatures.shape[0]):
+        for band in range(bands):
+            h = np.uint64(band + 1)
+            for column in range(band * rows, (band + 1) * rows):
+                h = _mix64(h ^ np.uint64(signatures[i, column]))
+            out[i, band] = h
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,6 +62,8 @@ RUNS = {
         "repetition.enabled=false",
         "mixture.budget_tokens=20000",
         "rejects.text=none",
+        "decontamination.ngram_detector=false",
+        "decontamination.near_detector=true",
     ],
     "trafilatura+resiliparse": [
         "extract.method=trafilatura+resiliparse",
@@ -120,6 +122,13 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
             f"{{name: old, input: ['{tmp_path / 'polars.parquet'}'], weight: 0.5, curated: true}}, "
             f"{text}]"
         )
+    if name == "resiliparse-clean":  # the contamination stage, masking a passage of a fixture page
+        passage = "Galileo first saw these moons in January 1610, and he noticed that their positions changed"
+        (tmp_path / "moons.jsonl").write_text(json.dumps({"text": passage}) + "\n")
+        overrides += [
+            "stages=[extract, language, quality, repetition, contamination, classifier]",
+            f"decontamination.eval_sets=[{{name: moons, path: '{tmp_path / 'moons.jsonl'}', action: mask}}]",
+        ]
     if name == "trafilatura+resiliparse":
         tokenizer = train_bpe(iter(CRAWL_SAMPLE * 20), 400, ["<|endoftext|>", "<|pad|>"])
         tokenizer.save(str(tmp_path / "tokenizer.json"))
@@ -137,6 +146,10 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
     docs = [pq.read_table(tmp_path / "out" / path) for path in manifest["outputs"]["docs"]]
     assert all(table.schema.names == doc_columns(config) for table in docs)
     assert ("pii_replacements" in doc_columns(config)) == (name == "trafilatura+resiliparse")
+    masked = "contamination_masked" in doc_columns(config)
+    assert masked == (name == "resiliparse-clean")
+    if masked:
+        assert any(n for table in docs for n in table["contamination_masked"].to_pylist())
     assert all(table.schema.field("quality_score").type == pa.float64() for table in docs)
     scores = [s for table in docs for s in table["quality_score"].to_pylist()]
     assert (set(scores) == {None}) == (name == "resiliparse-clean")  # classifier.kind: none scores nothing
