@@ -159,15 +159,27 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
         if isinstance(stage.runner, UserStage):
             settings = stage.runner.fingerprint()
         stages.append([stage.spec.name, settings])
-        for key in stage.spec.files:  # files whose content shapes the stage
+        for key in stage.spec.files:  # files whose content shapes the stage: their digest, not only size and time
             paths = settings.get(key) or []
-            inputs += [stamp(path, stage.spec.name) for path in ([paths] if isinstance(paths, str) else paths)]
+            inputs += [
+                [*stamp(path, stage.spec.name), content_digest(path)]
+                for path in ([paths] if isinstance(paths, str) else paths)
+            ]
     text = json.dumps(
         {"inputs": inputs, "sources": sources, "read": asdict(config.read), "stages": stages},
         sort_keys=True,
         default=str,
     )
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def content_digest(path: str) -> str | None:
+    """SHA-256 of a local file's bytes (a file copied over another with its size and time kept is still seen);
+    None for an s3:// one."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def rows_in(folder: Path) -> int:

@@ -1,0 +1,160 @@
+"""English sentences and words as datatrove 0.10.1 counts them, without spaCy.
+
+datatrove splits English with `spacy.blank("en")` plus spaCy's rule-based `sentencizer` (no model, but spaCy
+itself, a large dependency and slow per call). What its C4 and FineWeb filters use of that is small: how many
+sentences a line holds, where a text's sentences end, and how many tokens a text has. Those depend on a few
+of spaCy's English tokenizer rules, which this module mirrors on whitespace-separated chunks:
+
+- a sentence ends at a token in the sentencizer's list (`.`, `!`, `?` and their kin in other scripts); the next
+  sentence starts at the first later token that is not all punctuation;
+- `!`, `?` at the end of a chunk are split off as tokens; a final `.` only after a digit, a lower-case or
+  uncased letter, punctuation, `%²-+`, or two capitals (spaCy's suffix rule), never in one of its
+  abbreviations (`Mr.`, `e.g.`, `a.`, ...), and a run of dots is one token (an ellipsis, which ends nothing);
+- leading and trailing punctuation and lower.Upper, letter-hyphen-letter and letter/letter joins are tokens
+  of their own (prefix, suffix, infix rules), as are `n't` and `'s`-like endings.
+
+docs/benchmarks.md measures how often this and spaCy disagree on real pages.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# spacy.pipeline.sentencizer.Sentencizer.default_punct_chars (spaCy 3.8)
+SENTENCE_ENDS = frozenset(
+    "!.?\u0589\u061f\u06d4\u0700\u0701\u0702\u07f9\u0964\u0965\u104a\u104b\u1362\u1367\u1368\u166e\u1735\u1736"
+    "\u1803\u1809\u1944\u1945\u1aa8\u1aa9\u1aaa\u1aab\u1b5a\u1b5b\u1b5e\u1b5f\u1c3b\u1c3c\u1c7e\u1c7f\u203c"
+    "\u203d\u2047\u2048\u2049\u2e2e\u2e3c\ua4ff\ua60e\ua60f\ua6f3\ua6f7\ua876\ua877\ua8ce\ua8cf\ua92f\ua9c8"
+    "\ua9c9\uaa5d\uaa5e\uaa5f\uaaf0\uaaf1\uabeb\ufe52\ufe56\ufe57\uff01\uff0e\uff1f\U00010a56\U00010a57"
+    "\U00011047\U00011048\U000110be\U000110bf\U000110c0\U000110c1\U00011141\U00011142\U00011143\U000111c5"
+    "\U000111c6\U000111cd\U000111de\U000111df\U00011238\U00011239\U0001123b\U0001123c\U000112a9\U0001144b"
+    "\U0001144c\U000115c2\U000115c3\U000115c9\U000115ca\U000115cb\U000115cc\U000115cd\U000115ce\U000115cf"
+    "\U000115d0\U000115d1\U000115d2\U000115d3\U000115d4\U000115d5\U000115d6\U000115d7\U00011641\U00011642"
+    "\U0001173c\U0001173d\U0001173e\U00011a42\U00011a43\U00011a9b\U00011a9c\U00011c41\U00011c42\U00016a6e"
+    "\U00016a6f\U00016af5\U00016b37\U00016b38\U00016b44\U0001bc9f\U0001da88\uff61\u3002"
+)
+# spaCy's English tokenizer exceptions that end in a dot: the dot stays part of the word.
+ABBREVIATIONS = frozenset(
+    "._. Adm. Ak. Ala. Apr. Ariz. Ark. Aug. Bros. Calif. Co. Colo. Conn. Corp. D.C. Dec. Del. Dr. E.G. E.g. "
+    "Feb. Fla. Ga. Gen. Gov. I.E. I.e. Ia. Id. Ill. Inc. Ind. Jan. Jr. Jul. Jun. Kan. Kans. Ky. La. Ltd. Mar. "
+    "Mass. Md. Messrs. Mich. Minn. Miss. Mo. Mont. Mr. Mrs. Ms. Mt. N.C. N.D. N.H. N.J. N.M. N.Y. Neb. Nebr. "
+    "Nev. Nov. Oct. Okla. Ore. Pa. Ph.D. Prof. Rep. Rev. S.C. Sen. Sep. Sept. St. Tenn. Va. Wash. Wis. a.m. "
+    "co. e.g. i.e. p.m. v.s. vs. °C. °F. °K. °c. °f. °k. ä. ö. ü.".split()
+    + [f"{letter}." for letter in "abcdefghijklmnopqrstuvwxyz"]
+    + [f"{hour}{half}" for hour in range(1, 13) for half in ("a.m.", "p.m.")]
+)
+_CHUNK = re.compile(r"\S+")
+# spaCy's infixes that matter for counting: lower.Upper, letter-hyphen-letter, letter/letter and the like.
+_INFIX = re.compile(r"(?<=[^\W\d_])(?:\.(?=[A-Z])|(?:-|–|—|--|---|——|~)(?=[^\W\d_])|[:<>=/,](?=[^\W\d_]))")
+_INFIX_DOT = re.compile(r"(?:(?<=[^\W\d_][a-zß-öø-ÿ])|(?<=[\"'”“‘’]))\.(?=[A-ZÀ-ÖØ-Þ\"'”“‘’])")
+_JOINER = re.compile(r"(?<=[^\W\d_])(?:-|–|—|~|/|:)(?=[^\W\d_])")
+_CONTRACTION = re.compile(r"(?i)(?:n't|'s|'re|'ll|'ve|'m|'d|’s)$")
+
+
+def _is_punct(char: str) -> bool:
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_affix(char: str) -> bool:
+    """A character spaCy splits off the start or end of a word as a token of its own."""
+    return _is_punct(char) or char in "<>" or unicodedata.category(char) == "Sc"
+
+
+def _all_punct(chunk: str) -> bool:
+    return all(map(_is_punct, chunk))
+
+
+def _dot_splits(stem: str) -> bool:
+    """Whether spaCy splits the final dot of `stem` (a word without its leading punctuation) off as a token."""
+    stem = _JOINER.split(stem)[-1]  # D-Minn.: the infix split leaves Minn. alone
+    if stem in ABBREVIATIONS or len(stem) == 1:
+        return len(stem) == 1  # a lone dot is a token
+    before = stem[-2]
+    if before.isdigit() or _is_affix(before) or before in "%²-+" or (before.isalpha() and not before.isupper()):
+        return True
+    return before.isupper() and len(stem) > 2 and stem[-3].isupper()
+
+
+def _ends_sentence(piece: str, lead: int) -> bool:
+    """Whether the suffix tokens spaCy makes of `piece` (no whitespace; `lead` prefix characters) end a sentence."""
+    end = len(piece)
+    while end > lead and _is_affix(piece[end - 1]):
+        char = piece[end - 1]
+        if char == "." and end >= 2 and piece[end - 2] == ".":  # an ellipsis: one token that ends nothing
+            end = len(piece[:end].rstrip("."))
+            continue
+        if char == ".":
+            return _dot_splits(piece[lead:end])
+        if char in SENTENCE_ENDS:
+            return True
+        end -= 1
+    return False
+
+
+def _pieces(text: str):
+    """(offset, piece, whether an infix dot follows it) for each whitespace-separated chunk of `text`, cut at an
+    infix dot (end.Next: spaCy makes three tokens of it, the dot a sentence end) that does not end an
+    abbreviation (Inc.'s) and is not in a URL."""
+    for match in _CHUNK.finditer(text):
+        offset, chunk = match.start(), match.group()
+        affixes = "".join(filter(_is_affix, chunk))
+        core = chunk.strip(affixes)
+        whole = "://" in chunk or "www." in chunk or core in ABBREVIATIONS or core + "." in ABBREVIATIONS
+        cuts = [] if whole else [m.start() for m in _INFIX_DOT.finditer(chunk)]
+        cuts = [cut for cut in cuts if chunk[: cut + 1].lstrip(affixes) not in ABBREVIATIONS]
+        begin = 0
+        for cut in cuts:
+            yield offset + begin, chunk[begin:cut], True
+            begin = cut + 1
+        yield offset + begin, chunk[begin:], False
+
+
+def sentence_starts(text: str) -> list[int]:
+    """The offset where each sentence of `text` starts, as the sentencizer would put it (the first is 0): at the
+    first token after a sentence end that is not all punctuation."""
+    starts = [0]
+    after_end = False
+    for offset, piece, dot_follows in _pieces(text):
+        lead = len(piece) - len(piece.lstrip("".join(filter(_is_affix, piece))))
+        # the prefix tokens, one character each (in a word, dots are not prefixes; alone, each run is a token)
+        ending = SENTENCE_ENDS if lead == len(piece) and ".." not in piece else SENTENCE_ENDS - {"."}
+        for i, char in enumerate(piece[:lead]):
+            if after_end and not _is_punct(char):
+                starts.append(offset + i)
+                after_end = False
+            after_end = after_end or char in ending
+        if lead < len(piece) and after_end:
+            starts.append(offset + lead)
+            after_end = False
+        after_end = after_end or dot_follows or _ends_sentence(piece, lead)
+    return starts
+
+
+def sentences(text: str) -> list[str]:
+    """`text` cut where each sentence starts (datatrove's split_into_sentences, whose pieces are then stripped)."""
+    starts = sentence_starts(text)
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def count_sentences(text: str) -> int:
+    return len(sentence_starts(text))
+
+
+def count_words(text: str) -> int:
+    """How many non-space tokens spaCy's blank English tokenizer makes of `text` (datatrove's split_into_words)."""
+    return sum(map(_chunk_tokens, _CHUNK.findall(text)))
+
+
+def _chunk_tokens(chunk: str) -> int:
+    if _all_punct(chunk):  # each punctuation mark a token, except a run of dots (an ellipsis)
+        return len(re.sub(r"\.\.+", ".", chunk))
+    core = chunk.strip("".join(filter(_is_punct, chunk)))
+    lead = chunk.index(core)
+    tail = chunk[lead + len(core) :]
+    tokens = lead + len(re.sub(r"\.\.+", ".", tail))
+    if tail.startswith(".") and not tail.startswith("..") and not _dot_splits(core + "."):
+        tokens -= 1  # an abbreviation keeps its dot
+    if "://" in core or core.startswith("www."):  # spaCy's URL match: one token
+        return tokens + 1
+    return tokens + 1 + len(_INFIX.findall(core)) + (len(core) > 2 and _CONTRACTION.search(core) is not None)
