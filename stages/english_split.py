@@ -46,10 +46,47 @@ ABBREVIATIONS = frozenset(
 )
 _CHUNK = re.compile(r"\S+")
 # spaCy's infixes that matter for counting: lower.Upper, letter-hyphen-letter, letter/letter and the like.
-_INFIX = re.compile(r"(?<=[^\W\d_])(?:\.(?=[A-Z])|(?:-|–|—|--|---|——|~)(?=[^\W\d_])|[:<>=/,](?=[^\W\d_]))")
+# spaCy's infixes: within a word, each is a token of its own that cuts the word in two.
+_SYMBOLS = "".join(chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "So")  # ©, °, emoji, ...
+_INFIX = re.compile(
+    "|".join(
+        [
+            r"\.\.+|…",  # an ellipsis
+            f"[{re.escape(_SYMBOLS)}]",
+            r"(?<=[0-9])[+\-*^](?=[0-9-])",  # 2-3, 2+3
+            r"(?<=[a-zß-öø-ÿ\"'”“‘’])\.(?=[A-ZÀ-ÖØ-Þ\"'”“‘’])",  # end.Next
+            r"(?<=[^\W\d_]),(?=[^\W\d_])",  # one,two
+            r"(?<=[^\W_])(?:---|--|——|-|–|—|~)(?=[^\W\d_])",  # e-mail, 17-year
+            r"(?<=[^\W_])[:<>=/](?=[^\W\d_])",  # his/her
+        ]
+    )
+)
 _INFIX_DOT = re.compile(r"(?:(?<=[^\W\d_][a-zß-öø-ÿ])|(?<=[\"'”“‘’]))\.(?=[A-ZÀ-ÖØ-Þ\"'”“‘’])")
 _JOINER = re.compile(r"(?<=[^\W\d_])(?:-|–|—|~|/|:)(?=[^\W\d_])")
-_CONTRACTION = re.compile(r"(?i)(?:n't|'s|'re|'ll|'ve|'m|'d|’s)$")
+_CONTRACTION = re.compile(r"(?i)(?:n['’]t|['’](?:s|re|ll|ve|m|d))$")
+# spaCy's English exceptions written without an apostrophe, lower case (it lists them capitalized too), by the
+# number of tokens it makes of each: "dont" is "do" "nt", "cantve" is "ca" "nt" "ve".
+_SPLIT_WORDS = dict.fromkeys(
+    "aint arent cannot cant couldnt couldve darent didnt doesnt dont gonna gotta hadnt hasnt havent hed hes "
+    "howd howll howre hows howve id im isnt itd itll ive maynt mightnt mightve mustnt mustve neednt notve "
+    "oughtnt shant shes shouldnt shouldve thatd thatll thats thered therell therere theres thereve thesed "
+    "thesell thesere theseve theyd theyll theyre theyve thisd thisll thiss thosed thosell thosere thoseve "
+    "wasnt wed werent weve whatd whatll whatre whats whatve whend whenll whenre whens whenve whered wherell "
+    "wherere wheres whereve whod wholl whos whove whyd whyll whyre whys whyve wont wouldnt wouldve yall youd "
+    "youll youre youve ".split(),
+    2,
+) | dict.fromkeys(
+    "cantve couldntve didntve doesntve dontve hadntve hedve hellve howdve howllve idve illve ima itdve itllve "
+    "mayntve mightntve mustntve needntve oughtntve shantve shedve shellve shouldntve thatdve thatllve "
+    "theredve therellve thesedve thesellve theydve theyllve thisdve thisllve thosedve thosellve wedve wellve "
+    "whatdve whatllve whendve whenllve wheredve wherellve whodve whollve whydve whyllve wontve wouldntve "
+    "youdve youllve ".split(),
+    3,
+)
+_UNIT = re.compile(
+    r"\d+(?:km|km²|km³|m|m²|m³|dm|dm²|dm³|cm|cm²|cm³|mm|mm²|mm³|ha|µm|nm|yd|in|ft|kg|g|mg|µg|t|lb|oz|m/s|km/h|kmh|mph"
+    r"|hPa|Pa|mbar|mb|MB|kb|KB|gb|GB|tb|TB|T|G|M|K)"
+)
 
 
 def _is_punct(char: str) -> bool:
@@ -58,7 +95,7 @@ def _is_punct(char: str) -> bool:
 
 def _is_affix(char: str) -> bool:
     """A character spaCy splits off the start or end of a word as a token of its own."""
-    return _is_punct(char) or char in "<>" or unicodedata.category(char) == "Sc"
+    return _is_punct(char) or char in "<>" or unicodedata.category(char) in ("Sc", "So")
 
 
 def _all_punct(chunk: str) -> bool:
@@ -98,6 +135,9 @@ def _pieces(text: str):
     abbreviation (Inc.'s) and is not in a URL."""
     for match in _CHUNK.finditer(text):
         offset, chunk = match.start(), match.group()
+        if chunk.isalnum():  # most words: no punctuation, nothing to cut (a fast path, checked in C)
+            yield offset, chunk, False
+            continue
         affixes = "".join(filter(_is_affix, chunk))
         core = chunk.strip(affixes)
         whole = "://" in chunk or "www." in chunk or core in ABBREVIATIONS or core + "." in ABBREVIATIONS
@@ -116,6 +156,11 @@ def sentence_starts(text: str) -> list[int]:
     starts = [0]
     after_end = False
     for offset, piece, dot_follows in _pieces(text):
+        if piece.isalnum():  # a plain word: one token, not punctuation; only an infix dot after it ends a sentence
+            if after_end:
+                starts.append(offset)
+            after_end = dot_follows
+            continue
         lead = len(piece) - len(piece.lstrip("".join(filter(_is_affix, piece))))
         # the prefix tokens, one character each (in a word, dots are not prefixes; alone, each run is a token)
         ending = SENTENCE_ENDS if lead == len(piece) and ".." not in piece else SENTENCE_ENDS - {"."}
@@ -146,10 +191,19 @@ def count_words(text: str) -> int:
     return sum(map(_chunk_tokens, _CHUNK.findall(text)))
 
 
+def _word_tokens(word: str) -> int:
+    """Tokens of a word without punctuation at its edges: one, unless spaCy splits it as an exception or a unit."""
+    if word.isalpha():
+        return _SPLIT_WORDS.get(word.lower(), 1) if word.islower() or word.istitle() else 1
+    return 2 if _UNIT.fullmatch(word) else 1
+
+
 def _chunk_tokens(chunk: str) -> int:
-    if _all_punct(chunk):  # each punctuation mark a token, except a run of dots (an ellipsis)
-        return len(re.sub(r"\.\.+", ".", chunk))
-    core = chunk.strip("".join(filter(_is_punct, chunk)))
+    if chunk.isalnum():  # a plain word (the fast path)
+        return _word_tokens(chunk)
+    if _all_punct(chunk):  # each punctuation mark a token, except a run of dots or of hyphens
+        return len(re.sub(r"\.\.+|--+", ".", chunk))
+    core = chunk.strip("".join(filter(_is_affix, chunk)))
     lead = chunk.index(core)
     tail = chunk[lead + len(core) :]
     tokens = lead + len(re.sub(r"\.\.+", ".", tail))
@@ -157,4 +211,8 @@ def _chunk_tokens(chunk: str) -> int:
         tokens -= 1  # an abbreviation keeps its dot
     if "://" in core or core.startswith("www."):  # spaCy's URL match: one token
         return tokens + 1
-    return tokens + 1 + len(_INFIX.findall(core)) + (len(core) > 2 and _CONTRACTION.search(core) is not None)
+    if core == "and/or" or core in ABBREVIATIONS or core + "." in ABBREVIATIONS:  # exceptions: one token
+        return tokens + 1
+    pieces = [part for part in _INFIX.split(core) if part]
+    parts = sum(map(_word_tokens, pieces)) + len(_INFIX.findall(core))
+    return tokens + parts + (len(core) > 2 and _CONTRACTION.search(core) is not None)
