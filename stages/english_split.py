@@ -48,8 +48,9 @@ _CHUNK = re.compile(r"\S+")
 # spaCy's infixes that matter for counting: lower.Upper, letter-hyphen-letter, letter/letter and the like.
 # spaCy's infixes: within a word, each is a token of its own that cuts the word in two.
 _SYMBOLS = "".join(chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "So")  # ©, °, emoji, ...
-_INFIX = re.compile(
-    "|".join(
+_INFIX = re.compile(  # one group: split() gives the words and, between them, the infixes
+    "("
+    + "|".join(
         [
             r"\.\.+|…",  # an ellipsis
             f"[{re.escape(_SYMBOLS)}]",
@@ -60,6 +61,7 @@ _INFIX = re.compile(
             r"(?<=[^\W_])[:<>=/](?=[^\W\d_])",  # his/her
         ]
     )
+    + ")"
 )
 _INFIX_DOT = re.compile(r"(?:(?<=[^\W\d_][a-zß-öø-ÿ])|(?<=[\"'”“‘’]))\.(?=[A-ZÀ-ÖØ-Þ\"'”“‘’])")
 _JOINER = re.compile(r"(?<=[^\W\d_])(?:-|–|—|~|/|:)(?=[^\W\d_])")
@@ -213,6 +215,9 @@ def _chunk_tokens(chunk: str) -> int:
         return tokens + 1
     if core == "and/or" or core in ABBREVIATIONS or core + "." in ABBREVIATIONS:  # exceptions: one token
         return tokens + 1
-    pieces = [part for part in _INFIX.split(core) if part]
-    parts = sum(map(_word_tokens, pieces)) + len(_INFIX.findall(core))
-    return tokens + parts + (len(core) > 2 and _CONTRACTION.search(core) is not None)
+    if core.isalnum():  # no infix in it (the usual case, checked in C)
+        return tokens + _word_tokens(core)
+    parts = _INFIX.split(core)  # words and, at odd positions, the infixes between them
+    infixes = len(parts) // 2
+    contraction = len(core) > 2 and _CONTRACTION.search(core) is not None  # don't: do n't
+    return tokens + infixes + sum(map(_word_tokens, filter(None, parts[::2]))) + contraction
