@@ -61,6 +61,11 @@ DATATROVE_RUNNER = textwrap.dedent(
             keep, reason = verdict(step.filter(doc))
             row[name] = {"keep": keep, "reason": reason, "text": doc.text if name == "c4" and keep else None}
         seconds[name] = time.process_time() - started
+    # off the clock: spaCy's counts the two filters depend on, to compare with stages/english_split.py's
+    from datatrove.utils.text import split_into_sentences, split_into_words
+    for row, text in zip(rows, texts):
+        row["words"] = len(split_into_words(text))
+        row["sentences"] = [len(split_into_sentences(line.strip())) for line in text.splitlines() if line.strip()]
     for row in rows:
         print(json.dumps(row))
     print(json.dumps({"seconds": seconds}))
@@ -137,6 +142,29 @@ def run_datatrove(path: Path) -> tuple[list[dict], dict[str, float]]:
     return rows, timings["seconds"]
 
 
+def split_agreement(texts: list[str], theirs: list[dict]) -> dict:
+    """How often stages/english_split.py counts as spaCy does: words per text, sentences per non-blank line."""
+    from stages.english_split import count_sentences, count_words
+
+    lines = same_lines = same_words = 0
+    ratios = []
+    for text, row in zip(texts, theirs):
+        words = count_words(text)
+        same_words += words == row["words"]
+        ratios.append(words / max(row["words"], 1))
+        counts = [count_sentences(line.strip()) for line in text.splitlines() if line.strip()]
+        lines += len(counts)
+        same_lines += sum(a == b for a, b in zip(counts, row["sentences"]))
+    ratios.sort()
+    return {
+        "texts": len(texts),
+        "same_words": same_words,
+        "word_ratio_1_99": (ratios[len(ratios) // 100], ratios[-(len(ratios) // 100) - 1]),
+        "lines": lines,
+        "same_sentences": same_lines,
+    }
+
+
 def compare(docs: list[dict], ours: list[dict], theirs: list[dict]) -> dict:
     """Per text set and filter: texts, same verdict, kept by both, same modified text, disagreements."""
     figures: dict = {}
@@ -202,6 +230,14 @@ def main(argv=None) -> None:
     figures = compare(docs, ours, theirs)
     print(f"{len(texts)} texts, pinned to core {core}, {time.strftime('%Y-%m-%d')}\n")
     print(report(figures, ours_s, theirs_s, len(texts)))
+    split = split_agreement(texts, theirs)
+    low, high = split["word_ratio_1_99"]
+    print(
+        f"\nEnglish split against spaCy: the same word count on {split['same_words']} of {split['texts']} texts "
+        f"(ours / spaCy's from {low:.3f} to {high:.3f} between the 1st and 99th percentile); the same sentence "
+        f"count on {split['same_sentences']} of {split['lines']} non-blank lines "
+        f"({split['same_sentences'] / split['lines']:.2%})"
+    )
     if args.differences:
         with open(args.differences, "w", encoding="utf-8") as out:
             for doc, mine, them in zip(docs, ours, theirs):
