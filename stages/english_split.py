@@ -134,7 +134,7 @@ def _ends_sentence(piece: str, lead: int) -> bool:
 def _pieces(text: str):
     """(offset, piece, whether an infix dot follows it) for each whitespace-separated chunk of `text`, cut at an
     infix dot (end.Next: spaCy makes three tokens of it, the dot a sentence end) that does not end an
-    abbreviation (Inc.'s) and is not in a URL."""
+    abbreviation (Inc.'s) and is not in a URL, path or e-mail address."""
     for match in _CHUNK.finditer(text):
         offset, chunk = match.start(), match.group()
         if chunk.isalnum():  # most words: no punctuation, nothing to cut (a fast path, checked in C)
@@ -142,7 +142,10 @@ def _pieces(text: str):
             continue
         affixes = "".join(filter(_is_affix, chunk))
         core = chunk.strip(affixes)
-        whole = "://" in chunk or "www." in chunk or core in ABBREVIATIONS or core + "." in ABBREVIATIONS
+        # spaCy matches URLs, paths and e-mail addresses whole
+        whole = (
+            any(mark in chunk for mark in ("/", "@", "www.")) or core in ABBREVIATIONS or core + "." in ABBREVIATIONS
+        )
         cuts = [] if whole else [m.start() for m in _INFIX_DOT.finditer(chunk)]
         cuts = [cut for cut in cuts if chunk[: cut + 1].lstrip(affixes) not in ABBREVIATIONS]
         begin = 0
