@@ -10,8 +10,10 @@ of spaCy's English tokenizer rules, which this module mirrors on whitespace-sepa
 - `!`, `?` at the end of a chunk are split off as tokens; a final `.` only after a digit, a lower-case or
   uncased letter, punctuation, `%²-+`, or two capitals (spaCy's suffix rule), never in one of its
   abbreviations (`Mr.`, `e.g.`, `a.`, ...), and a run of dots is one token (an ellipsis, which ends nothing);
-- leading and trailing punctuation and lower.Upper, letter-hyphen-letter and letter/letter joins are tokens
-  of their own (prefix, suffix, infix rules), as are `n't` and `'s`-like endings.
+- leading and trailing punctuation and symbols are tokens of their own (prefix and suffix rules), and so are
+  infixes: lower.Upper dots, hyphens after a letter or digit, `/` `:` `,` between letters, symbols, `2-3`;
+- `n't` and `'s`-like endings, spaCy's apostrophe-less exceptions (`dont`, `gonna`) and a unit after a
+  number (`4K`, `10km`) make two tokens; URLs, paths and e-mail addresses keep their dots.
 
 docs/benchmarks.md measures how often this and spaCy disagree on real pages.
 """
@@ -44,8 +46,8 @@ ABBREVIATIONS = frozenset(
     + [f"{letter}." for letter in "abcdefghijklmnopqrstuvwxyz"]
     + [f"{hour}{half}" for hour in range(1, 13) for half in ("a.m.", "p.m.")]
 )
+_ENDS_IN_A_WORD = SENTENCE_ENDS - {"."}
 _CHUNK = re.compile(r"\S+")
-# spaCy's infixes that matter for counting: lower.Upper, letter-hyphen-letter, letter/letter and the like.
 # spaCy's infixes: within a word, each is a token of its own that cuts the word in two.
 _SYMBOLS = "".join(chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "So")  # ©, °, emoji, ...
 _INFIX = re.compile(  # one group: split() gives the words and, between them, the infixes
@@ -168,7 +170,7 @@ def sentence_starts(text: str) -> list[int]:
             continue
         lead = len(piece) - len(piece.lstrip("".join(filter(_is_affix, piece))))
         # the prefix tokens, one character each (in a word, dots are not prefixes; alone, each run is a token)
-        ending = SENTENCE_ENDS if lead == len(piece) and ".." not in piece else SENTENCE_ENDS - {"."}
+        ending = SENTENCE_ENDS if lead == len(piece) and ".." not in piece else _ENDS_IN_A_WORD
         for i, char in enumerate(piece[:lead]):
             if after_end and not _is_punct(char):
                 starts.append(offset + i)

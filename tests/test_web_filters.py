@@ -150,6 +150,8 @@ def test_fineweb_short_lines_duplicates_and_lists_around_their_thresholds():
     assert "char_dup_ratio" in fineweb_rules(unique + "\n" + long[0] + "\n" + long[0])
     # newlines per word: 0.3 is the limit; "One two three." is 4 tokens, as spaCy counts them
     assert count_words("One two three.") == 4
+    tokens = {"17-year-old": 5, "don’t": 2, "dont": 2, "4K": 2, "Ph.D.,": 2, "and/or": 1, "...": 1, "(2011-12-08)": 7}
+    assert {word: count_words(word) for word in tokens} == tokens
     assert "list_ratio" not in fineweb_rules("\n".join(f"Item {i}." for i in range(10)))  # 9 newlines, 30 words
     assert "list_ratio" in fineweb_rules("\n".join(f"Item {i}." for i in range(11)))  # 10 newlines, 33 words
 
