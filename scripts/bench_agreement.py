@@ -4,6 +4,7 @@ FineWebQualityFilter (default settings on both sides) on identical texts, with e
     PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py                  # ground truth + extracted texts
     PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --no-extracted   # the ground-truth texts only
     PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --differences diff.jsonl   # every disagreement
+    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --c4-sentences   # C4 with split_paragraph=False
 
 Texts: the `main_text` of every page of ../shared/realhtml/ground_truth.jsonl, and (unless --no-extracted) the
 texts crawlbelt's extract stage (configs/local.yaml's settings) gives on ../shared/realhtml/warc/*.warc.gz,
@@ -45,7 +46,7 @@ DATATROVE_RUNNER = textwrap.dedent(
     from datatrove.pipeline.filters import C4QualityFilter, FineWebQualityFilter
 
     texts = [json.loads(line)["text"] for line in open(sys.argv[1])]
-    c4, fineweb = C4QualityFilter(), FineWebQualityFilter()
+    c4, fineweb = C4QualityFilter(split_paragraph=sys.argv[2] == "lines"), FineWebQualityFilter()
     for step in (c4, fineweb):  # warm-up: spaCy's English tokenizer loads on the first call
         step.filter(Document(text="The river carries sand to the sea. It builds a delta.", id="warm"))
 
@@ -108,7 +109,7 @@ def extracted_texts() -> list[dict]:
     return rows
 
 
-def run_ours(texts: list[str]) -> tuple[list[dict], dict[str, float]]:
+def run_ours(texts: list[str], split_paragraph: bool) -> tuple[list[dict], dict[str, float]]:
     from stages.c4 import c4_clean
     from stages.fineweb import fineweb_rules
 
@@ -116,7 +117,7 @@ def run_ours(texts: list[str]) -> tuple[list[dict], dict[str, float]]:
     seconds = {}
     started = time.process_time()
     for row, text in zip(rows, texts):
-        kept, broken = c4_clean(text)
+        kept, broken = c4_clean(text, split_paragraph=split_paragraph)
         row["c4"] = {"keep": not broken, "reason": ",".join(broken) or None, "text": None if broken else kept}
     seconds["c4"] = time.process_time() - started
     started = time.process_time()
@@ -127,10 +128,16 @@ def run_ours(texts: list[str]) -> tuple[list[dict], dict[str, float]]:
     return rows, seconds
 
 
-def run_datatrove(path: Path) -> tuple[list[dict], dict[str, float]]:
+def run_datatrove(path: Path, split_paragraph: bool) -> tuple[list[dict], dict[str, float]]:
     env = {"PYTHONPATH": "", "OMP_NUM_THREADS": "1", "LOGURU_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [str(datatrove_python()), "-c", DATATROVE_RUNNER, str(path)],  # on our core: affinity is inherited
+        [
+            str(datatrove_python()),
+            "-c",
+            DATATROVE_RUNNER,
+            str(path),
+            "lines" if split_paragraph else "sentences",
+        ],  # on our core: affinity is inherited
         capture_output=True,
         text=True,
         env={**os.environ, **env},
@@ -216,6 +223,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-extracted", action="store_true", help="the ground-truth texts only")
     parser.add_argument("--cpu", type=int, default=None, help="core to pin both sides to (default: the last one)")
+    parser.add_argument("--c4-sentences", action="store_true", help="C4 on sentences (split_paragraph=False)")
     parser.add_argument("--differences", metavar="FILE", help="write every disagreement (text and both verdicts)")
     args = parser.parse_args(argv)
 
@@ -225,8 +233,8 @@ def main(argv=None) -> None:
     shared = ROOT / ".bench" / "agreement-texts.jsonl"
     shared.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf-8")
     core = pin(args.cpu)
-    theirs, theirs_s = run_datatrove(shared)
-    ours, ours_s = run_ours(texts)
+    theirs, theirs_s = run_datatrove(shared, not args.c4_sentences)
+    ours, ours_s = run_ours(texts, not args.c4_sentences)
     figures = compare(docs, ours, theirs)
     print(f"{len(texts)} texts, pinned to core {core}, {time.strftime('%Y-%m-%d')}\n")
     print(report(figures, ours_s, theirs_s, len(texts)))

@@ -134,13 +134,14 @@ def _ends_sentence(piece: str, lead: int) -> bool:
 
 
 def _pieces(text: str):
-    """(offset, piece, whether an infix dot follows it) for each whitespace-separated chunk of `text`, cut at an
+    """(offset, piece, whether an infix dot follows it, whether one comes before it: then it is one token, its
+    punctuation no prefix) for each whitespace-separated chunk of `text`, cut at an
     infix dot (end.Next: spaCy makes three tokens of it, the dot a sentence end) that does not end an
     abbreviation (Inc.'s) and is not in a URL, path or e-mail address."""
     for match in _CHUNK.finditer(text):
         offset, chunk = match.start(), match.group()
         if chunk.isalnum():  # most words: no punctuation, nothing to cut (a fast path, checked in C)
-            yield offset, chunk, False
+            yield offset, chunk, False, False
             continue
         affixes = "".join(filter(_is_affix, chunk))
         core = chunk.strip(affixes)
@@ -152,9 +153,9 @@ def _pieces(text: str):
         cuts = [cut for cut in cuts if chunk[: cut + 1].lstrip(affixes) not in ABBREVIATIONS]
         begin = 0
         for cut in cuts:
-            yield offset + begin, chunk[begin:cut], True
+            yield offset + begin, chunk[begin:cut], True, begin > 0
             begin = cut + 1
-        yield offset + begin, chunk[begin:], False
+        yield offset + begin, chunk[begin:], False, begin > 0
 
 
 def sentence_starts(text: str) -> list[int]:
@@ -162,13 +163,20 @@ def sentence_starts(text: str) -> list[int]:
     first token after a sentence end that is not all punctuation."""
     starts = [0]
     after_end = False
-    for offset, piece, dot_follows in _pieces(text):
+    gap_start = 0  # where the whitespace before the piece starts
+    for offset, piece, dot_follows, dot_before in _pieces(text):
+        # Whitespace other than one space (a newline, two spaces) is a token of its own to spaCy, and no
+        # punctuation: after a sentence end, the next sentence starts there (before any opening quote).
+        if after_end and text[gap_start:offset] not in ("", " "):
+            starts.append(gap_start + text.startswith(" ", gap_start))
+            after_end = False
+        gap_start = offset + len(piece) + dot_follows
         if piece.isalnum():  # a plain word: one token, not punctuation; only an infix dot after it ends a sentence
             if after_end:
                 starts.append(offset)
             after_end = dot_follows
             continue
-        lead = len(piece) - len(piece.lstrip("".join(filter(_is_affix, piece))))
+        lead = 0 if dot_before else len(piece) - len(piece.lstrip("".join(filter(_is_affix, piece))))
         # the prefix tokens, one character each (in a word, dots are not prefixes; alone, each run is a token)
         ending = SENTENCE_ENDS if lead == len(piece) and ".." not in piece else _ENDS_IN_A_WORD
         for i, char in enumerate(piece[:lead]):
@@ -176,7 +184,7 @@ def sentence_starts(text: str) -> list[int]:
                 starts.append(offset + i)
                 after_end = False
             after_end = after_end or char in ending
-        if lead < len(piece) and after_end:
+        if lead < len(piece) and after_end and not _all_punct(piece[lead:]):
             starts.append(offset + lead)
             after_end = False
         after_end = after_end or dot_follows or _ends_sentence(piece, lead)
