@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import yaml
 
+from stages.c4 import read_bad_words
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
@@ -30,6 +31,7 @@ from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
 from stages.quality import WORDS as QUALITY_WORDS
 from stages.read_text import text_column_problem
+from stages.url_filter import read_blocklist
 from stages.warc_read import DOCUMENT_SCHEMA
 
 
@@ -213,6 +215,43 @@ class RepetitionConfig:
 
 
 @dataclass
+class C4Config:
+    """The `c4` stage (stages/c4.py): datatrove's C4QualityFilter options and defaults; 0 turns off a minimum
+    (datatrove's -1), null turns off max_word_length."""
+
+    split_paragraph: bool = True  # lines are the text's lines; false: its sentences
+    remove_citations: bool = True  # [1], [edit], [citation needed] removed from lines
+    filter_no_terminal_punct: bool = True
+    min_num_sentences: int = 5
+    min_words_per_line: int = 3
+    max_word_length: int | None = 1000
+    filter_lorem_ipsum: bool = True
+    filter_javascript: bool = True
+    filter_curly_bracket: bool = True
+    filter_policy: bool = True
+    bad_words_file: str | None = None  # one word or phrase per line; null: no bad-words filter
+
+
+@dataclass
+class FineWebConfig:
+    """The `fineweb` stage (stages/fineweb.py): datatrove's FineWebQualityFilter with FineWeb's thresholds."""
+
+    line_punct_thr: float = 0.12
+    line_punct_exclude_zero: bool = False
+    short_line_thr: float = 0.67
+    short_line_length: int = 30
+    char_duplicates_ratio: float = 0.01
+    new_line_ratio: float = 0.3
+
+
+@dataclass
+class UrlConfig:
+    """The `url` stage (stages/url_filter.py): blocklist files of domains and URLs."""
+
+    blocklists: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ClassifierConfig:
     kind: str = "naive_bayes"  # naive_bayes, fasttext or none
     good_examples: list[str] = field(default_factory=list)  # naive_bayes: files, one example per line
@@ -366,6 +405,9 @@ class Config:
     language: LanguageConfig = field(default_factory=LanguageConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
     repetition: RepetitionConfig = field(default_factory=RepetitionConfig)
+    c4: C4Config = field(default_factory=C4Config)
+    fineweb: FineWebConfig = field(default_factory=FineWebConfig)
+    url: UrlConfig = field(default_factory=UrlConfig)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     pii: PiiConfig = field(default_factory=PiiConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
@@ -649,6 +691,14 @@ RANGES = {
     "repetition.dup_para_char_frac": _FRACTION,
     "repetition.dup_line_frac": _FRACTION,
     "repetition.dup_line_char_frac": _FRACTION,
+    "c4.min_num_sentences": _AT_LEAST_0,
+    "c4.min_words_per_line": _AT_LEAST_0,
+    "c4.max_word_length": _POSITIVE_INT,
+    "fineweb.line_punct_thr": _FRACTION,
+    "fineweb.short_line_thr": _FRACTION,
+    "fineweb.short_line_length": _AT_LEAST_0,
+    "fineweb.char_duplicates_ratio": _FRACTION,
+    "fineweb.new_line_ratio": _AT_LEAST_0,
     "dedup.num_perm": _POSITIVE_INT,
     "dedup.shingle_words": _POSITIVE_INT,
     "dedup.threshold": _FRACTION,
@@ -710,6 +760,8 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
     problems.check(_check_language, config, base)
     problems.check(_check_classifier, config, base)
     problems.check(_check_pii, config.pii)
+    problems.check(_check_bad_words, config, base)
+    problems.check(_check_blocklists, config, base)
     problems.check(_check_stages, config, base)
     problems.check(_check_decontamination, config, base)
     for i in range(len(config.sources)):
@@ -816,6 +868,32 @@ def _check_language(config: Config, base: Path) -> None:
                 f"its texts under language.short_text_chars would all be rejected; set "
                 f"language.method: fasttext, or short_text_chars: 0"
             )
+
+
+def _check_word_file(key: str, path: str, read, what: str) -> None:
+    """A file of one entry per line, read here as its stage reads it when it starts: there, and not empty."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"{key}: file {path!r} not found")
+    try:
+        entries = read(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{key}: {path!r} is not UTF-8 text (expected {what}, one per line)") from None
+    if not entries:
+        raise ConfigError(f"{key}: {path!r} holds no entry (expected {what}, one per line)")
+
+
+def _check_bad_words(config: Config, base: Path) -> None:
+    if config.c4.bad_words_file is not None:
+        config.c4.bad_words_file = _resolve(config.c4.bad_words_file, base)
+        _check_word_file("c4.bad_words_file", config.c4.bad_words_file, read_bad_words, "words or phrases")
+
+
+def _check_blocklists(config: Config, base: Path) -> None:
+    config.url.blocklists = [_resolve(p, base) for p in config.url.blocklists]
+    for i, path in enumerate(config.url.blocklists):
+        _check_word_file(f"url.blocklists[{i}]", path, read_blocklist, "domains or URLs")
+    if not config.url.blocklists and "url" in (config.stages or []):
+        raise ConfigError("url.blocklists: the url stage needs at least one blocklist file")
 
 
 def _check_classifier(config: Config, base: Path) -> None:

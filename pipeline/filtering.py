@@ -160,8 +160,9 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
             settings = stage.runner.fingerprint()
         shared = {section: asdict(getattr(config, section)) for section in stage.spec.shares}
         stages.append([stage.spec.name, {**settings, **shared} if shared else settings])
-        for key in stage.spec.files:  # files whose content shapes the stage
-            inputs += [stamp(path, stage.spec.name) for path in _file_paths(settings.get(key))]
+        for key in stage.spec.files:  # files whose content shapes the stage: their digest, not only size and time
+            paths = _file_paths(settings.get(key))
+            inputs += [[*stamp(path, stage.spec.name), content_digest(path)] for path in paths]
     text = json.dumps(
         {"inputs": inputs, "sources": sources, "read": asdict(config.read), "stages": stages},
         sort_keys=True,
@@ -177,6 +178,15 @@ def _file_paths(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [entry["path"] if isinstance(entry, dict) else entry for entry in value]
+
+
+def content_digest(path: str) -> str | None:
+    """SHA-256 of a local file's bytes (a file copied over another with its size and time kept is still seen);
+    None for an s3:// one."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def rows_in(folder: Path) -> int:

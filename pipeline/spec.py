@@ -22,12 +22,15 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from stages.c4 import C4Filter
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.decontaminate import Decontaminate, EvalSet
 from stages.extract import Extract
+from stages.fineweb import FineWebQuality
 from stages.langid import LanguageId
 from stages.pii import PiiMasker
 from stages.quality import GopherQuality, GopherRepetition
+from stages.url_filter import UrlFilter
 from stages.user import UserStage
 
 
@@ -75,6 +78,11 @@ def _rules(stage_class, section: str):
         return stage_class(**rules) if settings.enabled else None
 
     return build
+
+
+def _section(stage_class, section: str):
+    """A stage set up by every key of its section."""
+    return lambda config: stage_class(**vars(getattr(config, section)))
 
 
 def scorer(settings, name: str = "classifier", column: str = "quality_score"):
@@ -204,6 +212,36 @@ DOCUMENT_STAGES = {
             "MinHash/LSH over item-sized windows, verified by containment); per eval set, `reject` or `mask` "
             "(the spans replaced, counted in `contamination_masked`, the items in `contamination_items`)",
             rejects="`contamination:NAME` (detail: the item's id and the matching span)",
+        ),
+        StageSpec(
+            "url",
+            section="url",
+            needs=("url",),
+            files=("blocklists",),
+            build=_section(UrlFilter, "url"),
+            summary="domain and URL blocklists (`url.blocklists`): a domain blocks its subdomains, a URL itself "
+            "(scheme, fragment and final `/` aside)",
+            rejects="`url:blocked` (`detail`: the entry and its file)",
+        ),
+        StageSpec(
+            "c4",
+            section="c4",
+            needs=("text",),  # and replaces it: a kept page's text is its kept lines
+            files=("bad_words_file",),
+            build=_section(C4Filter, "c4"),
+            summary="C4's rules as datatrove's C4QualityFilter: lines without terminal punctuation, with "
+            "javascript, a policy phrase, too few words or a too long word removed (the kept text replaces "
+            "the text); optional bad-words list (`c4.bad_words_file`)",
+            rejects="`c4:lorem_ipsum,curly_bracket,too_few_sentences,bad_words`",
+        ),
+        StageSpec(
+            "fineweb",
+            section="fineweb",
+            needs=("text",),
+            build=_section(FineWebQuality, "fineweb"),
+            summary="FineWeb's quality filter (datatrove's FineWebQualityFilter, FineWeb's thresholds); names "
+            "every rule broken",
+            rejects="`fineweb:line_punct_ratio,short_line_ratio,char_dup_ratio,list_ratio`, `fineweb:empty`",
         ),
     ]
 }

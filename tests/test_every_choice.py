@@ -74,8 +74,18 @@ RUNS = {
         "classifier.threshold=-5",
         "dedup.bands=16",
         "dedup.rows=4",
-        "stages=[extract, language, pii, quality, repetition, classifier]",
+        # the stages outside the default belt, with the other choice of each of their switches
+        "stages=[extract, language, pii, c4, fineweb, quality, repetition, classifier]",
         "pii.mask_private_ips=true",
+        "c4.split_paragraph=false",
+        "c4.remove_citations=false",
+        "c4.filter_no_terminal_punct=false",
+        "c4.max_word_length=null",
+        "c4.filter_lorem_ipsum=false",
+        "c4.filter_javascript=false",
+        "c4.filter_curly_bracket=false",
+        "c4.filter_policy=false",
+        "fineweb.line_punct_exclude_zero=true",
     ],
 }
 
