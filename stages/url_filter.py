@@ -13,6 +13,7 @@ first word is its entry (`example.com  # why` lists example.com). An entry with 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -88,12 +89,21 @@ class UrlFilter:
     name = "url"
 
     def __init__(self, blocklists: list[str]):
-        self.blocklist = Blocklist(blocklists)
+        # Only the paths: the stage is pickled into every task, and a real blocklist (UT1's, millions of domains)
+        # is loaded once per worker process instead (_loaded).
+        self.blocklists = tuple(blocklists)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         return run_on_alive(batch, self.name, self._compute, {})
 
     def _compute(self, alive: pa.Table):
-        entries = [self.blocklist.match(url) for url in alive["url"].to_pylist()]
+        blocklist = _loaded(self.blocklists)
+        entries = [blocklist.match(url) for url in alive["url"].to_pylist()]
         reasons = [f"{self.name}:blocked" if entry else None for entry in entries]
         return {}, reasons, [f"blocklist entry {entry}" if entry else None for entry in entries]
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded(paths: tuple[str, ...]) -> Blocklist:
+    """The blocklist of these files, read once per process."""
+    return Blocklist(list(paths))

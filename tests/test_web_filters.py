@@ -4,6 +4,7 @@ blocklists (stages/url_filter.py): each rule on a small text, their config error
 from __future__ import annotations
 
 import os
+import pickle
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -198,6 +199,15 @@ def test_url_stage_rejects_with_the_entry_in_detail(tmp_path):
     out = UrlFilter([str(tmp_path / "block.txt")])(batch)
     assert out["reason"].to_pylist() == ["url:blocked", None]
     assert out["detail"].to_pylist() == ["blocklist entry spam.example (block.txt)", None]
+
+
+def test_url_stage_travels_as_its_paths_and_loads_the_list_where_it_runs(tmp_path):
+    # a stage object is pickled into every task: a blocklist of 200,000 domains must not travel with it
+    (tmp_path / "big.txt").write_text("".join(f"site{i}.example\n" for i in range(200_000)))
+    stage = pickle.loads(pickle.dumps(UrlFilter([str(tmp_path / "big.txt")])))
+    assert len(pickle.dumps(stage)) < 1_000
+    out = stage(ledger_table(["a", "b"], url=["http://x.site199999.example/", "http://site200000.example/"]))
+    assert out["reason"].to_pylist() == ["url:blocked", None]
 
 
 # --- config ----------------------------------------------------------------------------------------
