@@ -16,7 +16,7 @@ of the bad-words list in the kept text. Datatrove stops at the first page rule b
 same, the code here names them all.
 
 Sentences are counted as datatrove counts English ones (spaCy's sentencizer), without spaCy:
-stages/english_split.py.
+stages/english_split.py, on stages/words.py's tokens.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Over the text's non-blank lines (split on newlines, not stripped):
 - char_dup_ratio: the characters of lines that repeat an earlier line, over the text's characters without
   newlines, above `char_duplicates_ratio`;
 - list_ratio: newlines per word above `new_line_ratio`, words counted as datatrove's spaCy tokenizer counts
-  them (stages/english_split.py).
+  them (stages/english_split.py, stages/words.py's tokens).
 A text without a non-blank line is `empty`. Datatrove stops at the first rule broken; the code here names every
 one, `fineweb:line_punct_ratio,short_line_ratio`.
 """

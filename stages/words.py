@@ -1,4 +1,7 @@
-"""Words as datatrove 0.10.1's Gopher quality filter counts them: spaCy's English tokenizer, reimplemented.
+"""Words as datatrove 0.10.1 counts them for English: spaCy's English tokenizer, reimplemented.
+
+The one English tokenizer here: the Gopher quality filter's words (`datatrove_words`), and through
+`chunk_tokens` the C4 sentences and FineWeb word counts of stages/english_split.py.
 
 datatrove splits a text with `spacy.blank("en")` (its `load_word_tokenizer("eng")`) and drops the tokens
 that are only whitespace. spaCy splits on whitespace, then peels prefixes and suffixes off each chunk
@@ -106,12 +109,12 @@ def datatrove_words(text: str) -> list[str]:
     """The tokens datatrove 0.10.1's Gopher quality filter counts as words for English text."""
     words: list[str] = []
     for chunk in text.split():
-        words.extend(_chunk_tokens(chunk))
+        words.extend(chunk_tokens(chunk))
     return words
 
 
 @functools.lru_cache(maxsize=65536)
-def _chunk_tokens(chunk: str) -> tuple[str, ...]:
+def chunk_tokens(chunk: str) -> tuple[str, ...]:
     """One whitespace-free chunk's tokens (cached: a text repeats most of its chunks, as spaCy's cache knows)."""
     specials = _exceptions()
     return _merge_specials(_affix_tokens(chunk, specials), _special_patterns())
