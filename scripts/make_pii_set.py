@@ -2,7 +2,8 @@
 e-mail addresses, IPv4 and IPv6 addresses and phone numbers planted in them, look-alikes that must stay text
 planted beside them, and the PII the pages already hold.
 
-    python scripts/make_pii_set.py [--out out/pii_set.jsonl] [--seed 15]
+    python scripts/make_pii_set.py [--out out/pii_set.jsonl] [--seed 15]      # the tuning set
+    python scripts/make_pii_set.py --held-out   # out/pii_held_out.jsonl, seed 1515: the held-out set
     python scripts/make_pii_set.py --candidates     # the natural candidates, for hand-checking
 
 Planting: each page gets 0 to 4 planted items and 0 to 4 look-alikes, each in a short sentence appended to a
@@ -21,10 +22,20 @@ MAC addresses, C++ scopes, image names with `@2x`, handles and plain long number
 stage looks for, and hard ones without it (a version after a product name, a section number at the start of
 a line, file numbers shaped like phone numbers).
 
-Held out: the formats and look-alikes named `held-out` were written after the stage's rules had been tuned
-on the rest of this set, and the rules were not changed for them (but for one bug they showed: an image name
-in capitals, `@2x.PNG`, was taken for an address). The rest of the set is not held out: the rules for small
-dotted numbers, hyphenated national numbers and phone words were written after it showed their look-alikes.
+The tuning set (the default): the rules for small dotted numbers, hyphenated national numbers and phone
+words were written after it showed their look-alikes. Its formats and look-alikes named `held-out` were
+written later, scored once, and have been tuned on since: they are part of the tuning set now.
+
+The held-out set (`--held-out`, HELD_OUT_* below): written after the rules were tuned on the tuning set and
+committed before any rule was changed again; never tuned on. Its own seed, PII shapes (e-mail addresses with
++tags, sub-domains, capitals; IPs in URLs, log lines, CSV rows, `ssh root@IP`; phone formats of 14 other
+national plans and styles) and contexts, its own look-alikes, mostly drawn at random from a shape (versions
+after product names and in package file names, SNMP OIDs, dotted dates, article and control numbers, build
+numbers, sports scores, coordinates, German customer, file and tax numbers, ISBN-like and price-like digit
+groups, hex runs with colons, invalid addresses). Obfuscated addresses (`anna [at] example [dot] com`,
+`anna(at)example.org`) are look-alikes by decision: whoever wrote them kept them from address harvesters
+already, and reading `at`/`dot` as symbols would mask ordinary prose. Natural candidates are `ignore` regions
+in it: their labels were read while the rules were tuned.
 
 Natural items: candidates of each kind found in the unmodified texts with broad patterns (NATURAL below) and
 labelled by hand in scripts/pii_natural_labels.json: every e-mail and IP candidate (174), and the phone
@@ -286,6 +297,189 @@ def planted_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
     return PHONE_FORMATS[form](rng), "phone", False, form, PHONE_CONTEXTS
 
 
+# --- the held-out set (--held-out) ------------------------------------------------------------
+# Written after the stage's rules had been tuned on the set above, before any rule was changed for it, and
+# never tuned on: its own seed, its own PII shapes and contexts (IPs in URLs, logs and CSV rows, e-mail
+# addresses with +tags, sub-domains and capitals, phone formats of other countries) and its own look-alikes,
+# most drawn at random from a shape rather than written out. Natural candidates are `ignore` regions in it:
+# they were labelled while the rules were tuned.
+
+HELD_OUT_SEED = 1515
+
+
+def held_out_email(rng: random.Random) -> tuple[str, str]:
+    first, last = rng.choice(FIRST), rng.choice(LAST)
+    shape = rng.randrange(6)
+    tag = rng.choice(["news", "invoices", "2024", "list-dev"])
+    sub = rng.choice(["cs", "mail", "lists", "math.dept"])
+    address = [
+        f"{first}.{last}+{tag}@{sub}.example-uni.edu",  # a +tag and sub-domains
+        f"{first.capitalize()}.{last.capitalize()}@Example.COM",  # capitals
+        f"{first}{rng.randrange(10, 99)}@mail2.web-site.de",  # digits and a hyphen in the domain
+        f"{last}.{first[0]}@{sub}.example.co.uk",
+        f"{first}_{last}@{rng.choice(DOMAINS)}",
+        f"{first}-{last}.{rng.randrange(1, 9)}@{sub}.example.org",
+    ][shape]
+    return address, f"held-out-email-{shape}"
+
+
+def _held_out_phone_formats() -> dict:
+    def d(n, first="123456789"):
+        return lambda rng: _digit_string(rng, n, first)
+
+    def fmt(template, **parts):
+        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
+
+    any_first = "0123456789"
+    return {
+        "be-intl": fmt("+32 2 {a} {b} {c}", a=d(3), b=d(2, any_first), c=d(2, any_first)),
+        "se-intl": fmt("+46 8 {a} {b} {c}", a=d(3), b=d(3, any_first), c=d(2, any_first)),
+        "us-intl-dots": fmt("+1 {a}.{b}.{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
+        "us-intl-spaces": fmt("+1 {a} {b} {c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
+        "sg-intl": fmt("+65 {a} {b}", a=d(4, "689"), b=d(4, any_first)),
+        "za-intl": fmt("+27 21 {a} {b}", a=d(3), b=d(4, any_first)),
+        "mx-intl": fmt("+52 55 {a} {b}", a=d(4), b=d(4, any_first)),
+        "tr-intl": fmt("+90 212 {a} {b} {c}", a=d(3), b=d(2, any_first), c=d(2, any_first)),
+        "nl-intl-trunk": fmt("+31 (0)20 {a} {b}", a=d(3), b=d(4, any_first)),
+        "at-intl": fmt("+43 1 {a}", a=d(7)),
+        "us-1-paren": fmt("1 ({a}) {b}-{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
+        "uk-city-0113": fmt("0113 {a} {b}", a=d(3), b=d(4, any_first)),
+        "de-hamburg": fmt("040 {a} {b}", a=d(4), b=d(4, any_first)),
+        "fr-dash": fmt("04-{a}-{b}-{c}-{e}", a=d(2), b=d(2), c=d(2), e=d(2)),
+    }
+
+
+HELD_OUT_PHONE_FORMATS = _held_out_phone_formats()
+HELD_OUT_CONTEXTS = {
+    "email": ["Reply to {}; thanks.", "Email:{}", '"Team" <{}>,', "mailto:{}?subject=Hello", "{},42,active"],
+    "ipv4": [
+        'Log: {} - - [12/Mar/2024:10:15:32 +0000] "GET / HTTP/1.1" 200',
+        "2024-03-12,{},443,tcp",
+        "Open https://{}:8443/api/v1?x=1 now.",
+        "X-Forwarded-For: {}",
+        "ssh root@{} -p 22",
+        "src={} dst=port 53",
+        "inet {}/24 brd",
+    ],
+    "ipv6": ["Open http://[{}]:8080/ now.", "route {}/64 via", "2024-03-12,{},443,tcp"],
+    "phone": ["Tel/Fax: {}", "Mobile {} (24h).", "| Office | {} |", "Hotline: {} (Mo-Fr)", "Kontakt: {}."],
+}
+
+
+def _held_out_lookalikes() -> dict:
+    """{what: a function of the random generator that writes one}."""
+
+    def n(low, high):
+        return lambda rng: str(rng.randint(low, high))
+
+    def fmt(template, **parts):
+        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
+
+    def one_of(*builders):
+        return lambda rng: rng.choice(builders)(rng)
+
+    product = lambda rng: rng.choice(["openssl", "Tomcat", "ESXi", "FortiOS", "JunOS", "libvirt", "Firefox ESR"])  # noqa: E731
+    suffix = lambda rng: rng.choice(["", "-1ubuntu1", "-beta", "_amd64", "+dfsg", "-rc2", ".el8", "~bpo11"])  # noqa: E731
+
+    def coordinates(rng):
+        return f"{rng.uniform(-89, 89):.4f}, {rng.uniform(-179, 179):.4f}"
+
+    return {
+        "version-product": fmt(
+            "{p} {a}.{b}.{c}.{e}{s}", p=product, a=n(1, 30), b=n(0, 30), c=n(0, 200), e=n(16, 255), s=suffix
+        ),
+        "version-package-file": fmt("pkg_{a}.{b}.{c}.{e}_all.deb", a=n(1, 9), b=n(0, 40), c=n(0, 99), e=n(16, 255)),
+        "oid": one_of(
+            fmt("OID 1.3.6.1.4.1.{a}", a=n(2, 60000)),
+            fmt("snmpget .1.3.6.1.2.1.2.2.1.{a}.{b}", a=n(1, 22), b=n(1, 48)),
+            lambda rng: "iso.3.6.1.2.1.1.3.0",
+            lambda rng: "2.5.4.3",
+        ),
+        "date-dotted": one_of(
+            fmt("{d}.{m}.{y}", d=n(1, 28), m=n(1, 12), y=n(1990, 2030)),
+            fmt("am {d}.{m}. um {h}.{mi} Uhr", d=n(1, 28), m=n(1, 12), h=n(10, 23), mi=n(10, 59)),
+            fmt("{d}.{m}.{y}.", d=n(1, 28), m=n(1, 12), y=n(10, 99)),
+        ),
+        "section-number": one_of(
+            fmt("Article {a}.{b}.{c}.{e}", a=n(1, 40), b=n(1, 30), c=n(1, 20), e=n(1, 30)),
+            fmt("control A.{a}.{b}.{c}", a=n(5, 18), b=n(1, 7), c=n(1, 9)),
+            fmt("paragraph {a}.{b}.{c}.{e}", a=n(16, 99), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
+        ),
+        "build-number": one_of(
+            fmt("Build {a}.{b}.{c}.{e}", a=n(10, 200), b=n(0, 99), c=n(0, 255), e=n(0, 255)),
+            fmt("build {a}", a=n(10000, 99999)),
+            fmt("10.0.{a}.{b}", a=n(10000, 22999), b=n(1, 4000)),
+        ),
+        "sports-score": one_of(
+            fmt("won {a}-{b}", a=n(60, 130), b=n(60, 130)),
+            lambda rng: "6-4, 3-6, 7-6 (7-4)",
+            fmt("{a}:{b} ({c}:{e})", a=n(0, 5), b=n(0, 5), c=n(0, 3), e=n(0, 3)),
+        ),
+        "coordinates": one_of(
+            coordinates, fmt("N 52° {a}.{b}' E 13° {c}.{e}'", a=n(10, 59), b=n(1, 9), c=n(10, 59), e=n(1, 9))
+        ),
+        "serial-number": one_of(
+            fmt("Kd.-Nr. 0{a} {b} {c}", a=n(100, 999), b=n(100, 999), c=n(100, 999)),
+            fmt("Aktenzeichen 0{a}-{b}-{c}", a=n(1, 9), b=n(2000, 2024), c=n(10000, 99999)),
+            fmt("VAT GB {a} {b} {c}", a=n(100, 999), b=n(1000, 9999), c=n(10, 99)),
+            fmt("Steuernummer 0{a}/{b}/{c}", a=n(10, 99), b=n(100, 999), c=n(10000, 99999)),
+            fmt("booking ref 0{a} {b} {c}", a=n(100, 999), b=n(1000, 9999), c=n(10, 99)),
+        ),
+        "isbn-like": one_of(
+            fmt("978 0 {a} {b} {c}", a=n(100, 999), b=n(10000, 99999), c=n(0, 9)),
+            fmt("ISBN13 978{a}", a=n(1000000000, 9999999999)),
+            fmt("0-{a}-{b}-{c}", a=n(100, 999), b=n(10000, 99999), c=n(0, 9)),
+        ),
+        "price-like": one_of(
+            fmt("{a} {b} 000 Ft", a=n(1, 9), b=n(100, 999)),
+            fmt("€ {a}.{b}.{c}", a=n(10, 99), b=n(100, 999), c=n(100, 999)),
+            fmt("Rs {a},{b},{c},{e}", a=n(1, 9), b=n(10, 99), c=n(10, 99), e=n(100, 999)),
+            fmt("PLN {a} {b} {c}", a=n(10, 99), b=n(100, 999), c=n(100, 999)),
+        ),
+        "obfuscated-email": one_of(
+            fmt("{f} [at] example [dot] com", f=lambda rng: rng.choice(FIRST)),
+            fmt("{f}(at)example.org", f=lambda rng: rng.choice(FIRST)),
+            fmt("{f} AT uni-bonn DOT de", f=lambda rng: rng.choice(FIRST)),
+        ),
+        "email-like": one_of(
+            fmt("lodash@4.17.{a}", a=n(10, 21)),
+            lambda rng: "icon@3x.webp",
+            lambda rng: "admin@server",
+            lambda rng: "@scope/pkg@2.0.0",
+        ),
+        "hex-colons": one_of(
+            lambda rng: ":".join(f"{rng.randrange(256):02x}" for _ in range(6)),
+            fmt("at 12:{a}:{b}:{c}", a=n(10, 59), b=n(10, 59), c=n(10, 99)),
+            lambda rng: "ratio 16:9:4",
+        ),
+        "ip-invalid": one_of(
+            fmt("{a}.{b}.{c}.{e}", a=n(256, 999), b=n(0, 255), c=n(0, 255), e=n(0, 255)),
+            fmt("192.168.{a}", a=n(0, 255)),
+        ),
+    }
+
+
+HELD_OUT_LOOKALIKES = _held_out_lookalikes()
+
+
+def held_out_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
+    """(item, kind, private, format, contexts) for the held-out set."""
+    roll = rng.random()
+    if roll < 0.25:
+        item, form = held_out_email(rng)
+        return item, "email", False, form, HELD_OUT_CONTEXTS["email"]
+    if roll < 0.45:
+        private = rng.random() < 0.2
+        item = private_ipv4(rng) if private else public_ipv4(rng)
+        return item, "ipv4", private, "held-out-ipv4", HELD_OUT_CONTEXTS["ipv4"]
+    if roll < 0.55:
+        private = rng.random() < 0.2
+        item, form = (private_ipv6(rng), "ipv6-private") if private else public_ipv6(rng)
+        return item, "ipv6", private, f"held-out-{form}", HELD_OUT_CONTEXTS["ipv6"]
+    form = rng.choice(sorted(HELD_OUT_PHONE_FORMATS))
+    return HELD_OUT_PHONE_FORMATS[form](rng), "phone", False, f"held-out-{form}", HELD_OUT_CONTEXTS["phone"]
+
+
 # --- the set ----------------------------------------------------------------------------------
 
 
@@ -309,15 +503,16 @@ Insertion = tuple[
 ]  # (where in the original text, sentence, item's offset in it, its length, label)
 
 
-def build_row(page: dict, rng: random.Random, labels: dict) -> dict:
+def build_row(page: dict, rng: random.Random, labels: dict, held_out: bool = False) -> dict:
     text = page["main_text"] or ""
-    insertions = planned_insertions(text, rng)
+    insertions = planned_insertions(text, rng, held_out)
     new_text, spans, lookalikes = inserted(text, insertions)
 
     def moved(original: int) -> int:  # an original offset's place in the new text
         return original + sum(len(sentence) for at, sentence, *_ in insertions if at < original)
 
-    natural, natural_lookalikes, ignore = natural_labels(text, labels.get(page["page_id"], {}), moved)
+    checked = {} if held_out else labels.get(page["page_id"], {})  # held out: every natural candidate ignored
+    natural, natural_lookalikes, ignore = natural_labels(text, checked, moved)
     return {
         "page_id": page["page_id"],
         "lang": page["lang"],
@@ -328,18 +523,22 @@ def build_row(page: dict, rng: random.Random, labels: dict) -> dict:
     }
 
 
-def planned_insertions(text: str, rng: random.Random) -> list[Insertion]:
+def planned_insertions(text: str, rng: random.Random, held_out: bool = False) -> list[Insertion]:
     """0 to 4 planted items and 0 to 4 look-alikes, each in a sentence for the end of a random paragraph."""
     ends = [m.start() for m in re.finditer(r"\n|$", text)]
     insertions = []
     for _ in range(rng.randrange(5)):
-        item, kind, private, form, contexts = planted_item(rng)
+        item, kind, private, form, contexts = (held_out_item if held_out else planted_item)(rng)
         sentence = " " + rng.choice(contexts).format(item)
         label = {"kind": kind, "origin": "planted", "private": private, "format": form}
         insertions.append((rng.choice(ends), sentence, sentence.index(item), len(item), label))
     for _ in range(rng.randrange(5)):
-        what = rng.choice(sorted(LOOKALIKES))
-        item = rng.choice(LOOKALIKES[what])
+        if held_out:
+            what = rng.choice(sorted(HELD_OUT_LOOKALIKES))
+            item = HELD_OUT_LOOKALIKES[what](rng)
+        else:
+            what = rng.choice(sorted(LOOKALIKES))
+            item = rng.choice(LOOKALIKES[what])
         sentence = " " + item.lstrip("\n") + "." if not item.startswith("\n") else item + " of the study."
         offset = sentence.index(item.lstrip("\n"))
         insertions.append(
@@ -424,8 +623,9 @@ def phone_sample(rows: list[dict], rng: random.Random) -> set[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ground-truth", type=Path, default=GROUND_TRUTH)
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "pii_set.jsonl")
-    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--out", type=Path, help="default out/pii_set.jsonl, with --held-out out/pii_held_out.jsonl")
+    parser.add_argument("--seed", type=int, help=f"default 15, with --held-out {HELD_OUT_SEED}")
+    parser.add_argument("--held-out", action="store_true", help="the held-out set: its own items and look-alikes")
     parser.add_argument("--candidates", action="store_true", help="print the natural candidates to hand-check")
     args = parser.parse_args()
     if not args.ground_truth.is_file():
@@ -433,15 +633,17 @@ def main() -> int:
         return 2
     rows = pages(args.ground_truth)
     if args.candidates:
-        print_candidates(rows, random.Random(args.seed))
+        print_candidates(rows, random.Random(15 if args.seed is None else args.seed))
         return 0
     labels = json.loads(LABELS.read_text()) if LABELS.is_file() else {}
-    rng = random.Random(args.seed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", encoding="utf-8") as out:
+    seed = args.seed if args.seed is not None else HELD_OUT_SEED if args.held_out else 15
+    out_path = args.out or ROOT / "out" / ("pii_held_out.jsonl" if args.held_out else "pii_set.jsonl")
+    rng = random.Random(seed)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with out_path.open("w", encoding="utf-8") as out:
         for page in rows:
-            out.write(json.dumps(build_row(page, rng, labels), ensure_ascii=False) + "\n")
-    print(f"{len(rows)} pages -> {args.out}")
+            out.write(json.dumps(build_row(page, rng, labels, args.held_out), ensure_ascii=False) + "\n")
+    print(f"{len(rows)} pages -> {out_path}")
     return 0
 
 
