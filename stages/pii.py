@@ -8,8 +8,9 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   domain of dot-separated labels ending in a letters-only top-level domain (or `xn--` punycode); a trailing
   dot stays text. `logo@2x.png` (an image name) is not an address.
 - IPv4: four dotted decimal numbers that `ipaddress` accepts (0-255, no leading zeros), not inside a longer
-  dotted run (`1.2.3.4.5`) or a word (`v1.2.3.4`), not after a version or numbering word (`version 1.2.3.4`,
-  `release`, `build`, `section`, `Chrome/`): those are versions. Four numbers all below 16 (`3.11.4.1`,
+  dotted run (`1.2.3.4.5`) or a word (`v1.2.3.4`), not before a hyphen and a letter (`5.15.0.91-generic`),
+  not after a version or numbering word (`version 1.2.3.4`, `release`, `build`, `linux`, `section`,
+  `Chrome/`): those are versions. Four numbers all below 16 (`3.11.4.1`,
   `4.2.1.3`, `1.2.3.4`) are a version or a section number too: one random public address in 65,000 looks so,
   and the known ones (1.1.1.1, 8.8.8.8) are public resolvers, which name no one.
 - IPv6: what `ipaddress` accepts, among runs of hex digits and colons holding at least one digit (times such
@@ -22,7 +23,7 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   (three hyphenated groups only as the UK groups them: `020-7946-0958`; `06-2019-0034` is a file number);
   after a phone word (`Tel.`, `phone`, `call us on`, `fax`), any number in 3 to 5 groups of 9 to 12 digits
   (ES `912 345 678`, PL `22 123 45 67`). A national number needs separators (a plain 10-digit run is an id
-  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order` and the like is not a phone, and
+  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order`, `reservation` and the like is not a phone, and
   `00` for `+` is not read (`0044 20 7946 0958`: zero-padded codes look the same).
 """
 
@@ -50,7 +51,9 @@ _EMAIL = re.compile(
     r"(?![\w-]|\.[^\W_])"  # the whole domain: no label after it
 )
 _LOCAL_PART_MAX, _DOMAIN_MAX = 64, 255  # RFC 5321's limits: an address lies within them around its @
-_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d)")
+# Not followed by a word, a further dotted number, or a hyphen and a letter: `5.15.0.91-generic` is a package
+# version (an address range goes on with a digit: `81.2.69.160-81.2.69.170`).
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d|-[^\W\d_])")
 # Two colons with at most four hex digits between them: in every IPv6 address, and in few texts.
 _IPV6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:")
 # Hex groups and colons with a digit among them, optionally ending in a dotted IPv4 (::ffff:192.0.2.1).
@@ -59,7 +62,7 @@ _IPV6 = re.compile(
 )
 # The words that make the dotted number after them a version or a section number, not an address.
 _VERSION_CUE = re.compile(
-    r"(?:\b(?:version|ver|v|release|rel|build|rev|revision|firmware|kernel|update|patch|section|sec|chapter|"
+    r"(?:\b(?:version|ver|v|release|rel|build|rev|revision|firmware|kernel|linux|update|patch|section|sec|chapter|"
     r"clause|step|figure|fig|table)\.?\s*[:#]?\s*|§\s*|[A-Za-z]/)$",
     re.IGNORECASE,
 )
@@ -95,7 +98,7 @@ _PHONE_CUE = re.compile(
 # Words after which a run of digit groups is an identifier, not a phone number.
 _IDENTIFIER_CUE = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|serial|s/n|sn|sku|part|model|order|invoice|ref|reference|tracking|patent|"
-    r"ean|upc|gtin|lot|batch|case|id)\.?\s*(?:number|no\.?|nr\.?|#)?\s*[:#]?\s*$",
+    r"ean|upc|gtin|lot|batch|case|id|reservation|booking|confirmation|account|customer|ticket)\.?\s*(?:number|no\.?|nr\.?|#)?\s*[:#]?\s*$",
     re.IGNORECASE,
 )
 _CUE_WINDOW = 24  # characters before a candidate that a cue is looked for in
