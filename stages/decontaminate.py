@@ -28,7 +28,6 @@ import gzip
 import io
 import json
 import math
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ import pyarrow.parquet as pq
 
 from .dedup import WHITE_SPACE, MinHasher, band_hashes, normalize, recall_bands
 from .ledger import run_on_alive
+from .stamps import file_stamp
 from .warc_read import open_local
 
 NAME = "contamination"
@@ -411,7 +411,7 @@ class Decontaminate:
         self.opener = opener
 
     def index(self) -> Index:
-        stamps = tuple(_stamp(s.path) for s in self.eval_sets)
+        stamps = tuple(file_stamp(s.path) for s in self.eval_sets)
         settings = (self.ngram, self.ngram_detector, self.near_detector, self.near_threshold, *self.minhash)
         key = (tuple(self.eval_sets), stamps, settings)
         if key not in _INDEXES:
@@ -510,11 +510,3 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             merged.append((a, b))
     return merged
-
-
-def _stamp(path: str) -> tuple:
-    """What tells a changed eval file: a local one's size and time; an s3:// one by its URI alone."""
-    if "://" in path or not os.path.exists(path):
-        return (path,)
-    stat = os.stat(path)
-    return path, stat.st_size, stat.st_mtime_ns

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 
 from .ledger import run_on_alive
+from .stamps import file_stamp
 
 
 def read_blocklist(path: str) -> list[str]:
@@ -97,13 +98,14 @@ class UrlFilter:
         return run_on_alive(batch, self.name, self._compute, {})
 
     def _compute(self, alive: pa.Table):
-        blocklist = _loaded(self.blocklists)
+        blocklist = _loaded(tuple(file_stamp(path) for path in self.blocklists))
         entries = [blocklist.match(url) for url in alive["url"].to_pylist()]
         reasons = [f"{self.name}:blocked" if entry else None for entry in entries]
         return {}, reasons, [f"blocklist entry {entry}" if entry else None for entry in entries]
 
 
 @functools.lru_cache(maxsize=2)
-def _loaded(paths: tuple[str, ...]) -> Blocklist:
-    """The blocklist of these files, read once per process."""
-    return Blocklist(list(paths))
+def _loaded(stamps: tuple[tuple, ...]) -> Blocklist:
+    """The blocklist of these files, read once per process and again when one changes (its stamp: path, size
+    and modification time)."""
+    return Blocklist([stamp[0] for stamp in stamps])
