@@ -40,11 +40,19 @@ def read_bad_words(path: str) -> list[str]:
     return [line.strip().lower() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+# Chinese, Japanese and Thai are written without spaces between words: an entry in their scripts never has a
+# word boundary around it in running text, so it is matched anywhere, as datatrove does for those languages.
+UNSPACED_SCRIPT = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 def bad_words_pattern(words: list[str]) -> re.Pattern:
     """C4's match (tfds c4_utils, datatrove's C4BadWordsFilter): a word or phrase of the list in the lower-cased
     text, with a non-word character or the text's edge on each side: whole words, any case ("Ass" matches
-    "ass", "class" does not)."""
-    return re.compile(r"(?:\W|^)({})(?:\W|$)".format("|".join(map(re.escape, words))))
+    "ass", "class" does not). An entry in Chinese, Japanese or Thai script matches anywhere."""
+    spaced = [re.escape(word) for word in words if not UNSPACED_SCRIPT.search(word)]
+    unspaced = [re.escape(word) for word in words if UNSPACED_SCRIPT.search(word)]
+    parts = [r"(?:\W|^)(?:{})(?:\W|$)".format("|".join(spaced))] if spaced else []
+    return re.compile("|".join(parts + unspaced))
 
 
 def c4_clean(

@@ -109,6 +109,11 @@ def test_c4_bad_words_are_whole_words_in_any_case(tmp_path):
     assert out["reason"].to_pylist() == [None, "c4:bad_words", "c4:too_few_sentences"]
 
 
+def test_c4_bad_words_in_scripts_without_spaces_match_inside_words():
+    pattern = bad_words_pattern(["坏词", "ass"])
+    assert pattern.search("这是坏词吗") and pattern.search("un ass.") and not pattern.search("这是好词 class")
+
+
 def test_c4_leaves_decided_rows_alone():
     batch = ledger_table([page("Read more"), page("Read more")])
     batch = batch.set_column(batch.schema.get_field_index("stage"), "stage", pa.array([None, "language"]))
@@ -208,6 +213,18 @@ def test_url_stage_travels_as_its_paths_and_loads_the_list_where_it_runs(tmp_pat
     assert len(pickle.dumps(stage)) < 1_000
     out = stage(ledger_table(["a", "b"], url=["http://x.site199999.example/", "http://site200000.example/"]))
     assert out["reason"].to_pylist() == ["url:blocked", None]
+
+
+def test_url_stage_reloads_a_blocklist_edited_while_the_worker_lives(tmp_path):
+    # a long-lived worker keeps the loaded list; an edit (a new size or modification time) makes it read again
+    path = tmp_path / "block.txt"
+    path.write_text("spam.example\n")
+    stage = UrlFilter([str(path)])
+    urls = ["https://spam.example/", "https://ham.example/"]
+    assert stage(ledger_table(["a", "b"], url=urls))["reason"].to_pylist() == ["url:blocked", None]
+    path.write_text("ham.example\n")  # the same size: only the modification time tells
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    assert stage(ledger_table(["a", "b"], url=urls))["reason"].to_pylist() == [None, "url:blocked"]
 
 
 # --- config ----------------------------------------------------------------------------------------
