@@ -5,6 +5,7 @@ FineWebQualityFilter (default settings on both sides) on identical texts, with e
     PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --no-extracted   # the ground-truth texts only
     PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --differences diff.jsonl   # every disagreement
     PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --c4-sentences   # C4 with split_paragraph=False
+    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --bad-words [FILE ...]   # C4's bad-words filter too
 
 Texts: the `main_text` of every page of ../shared/realhtml/ground_truth.jsonl, and (unless --no-extracted) the
 texts crawlbelt's extract stage (configs/local.yaml's settings) gives on ../shared/realhtml/warc/*.warc.gz,
@@ -15,6 +16,17 @@ run pinned to one core, and a side's CPU time is `time.process_time` around its 
 warm-up (spaCy's tokenizer loads on datatrove's first call). Documents per CPU-second = texts / that time.
 Reported: the share of texts with the same keep/reject verdict, for C4 the share of texts both keep whose
 modified text is identical, and the disagreements by (ours, theirs) reason.
+
+C4's bad-words filter (`--bad-words`): datatrove's C4BadWordsFilter downloads LDNOOBW's list when it first
+runs; in the subprocess its download helper is pointed at a local file instead, the same file our `c4` stage
+reads (`c4.bad_words_file`). With no FILE, two lists the script writes to .bench/: the English words of the
+URL blocklist datatrove ships (datatrove/assets/banned_words.txt, taken from LDNOOBW; its `#` lines are
+comments there and left out here) and STRESS_BAD_WORDS, common words and phrases chosen to fire often and to
+try the whole-word match (punctuation inside and at the ends, non-ASCII letters). For each list: the filter
+alone on the texts as they are (ours: `bad_words_pattern`; datatrove's: C4BadWordsFilter() with its defaults,
+keep_fraction 0, documents without a language metadata field so its `en` default and word boundaries apply),
+and the C4 stage with the list against C4QualityFilter followed by C4BadWordsFilter on its kept text, the
+order datatrove's C4 and FineWeb pipelines use.
 """
 
 from __future__ import annotations
@@ -37,6 +49,12 @@ from bench_filter import datatrove_python, pin  # noqa: E402  (scripts/ is no pa
 
 SHARED = ROOT.parent / "shared" / "realhtml"
 EXTRACTED_CACHE = ROOT / ".bench" / "agreement-extracted.jsonl"
+# Words and phrases that real pages hold often, with the characters a whole-word match can get wrong.
+STRESS_BAD_WORDS = [
+    "sex", "kill", "killed", "drugs", "war", "dead", "hell", "damn", "gun", "nude", "breast", "bomb", "crime",
+    "u.s.", "e-mail", "c++", "new york", "white house", "don't", "#1", "$", "naïve", "café", "straße", "müller",
+    "москва", "россия", "été", "año",
+]  # fmt: skip
 
 # Runs inside the datatrove venv: reads the texts (JSONL), prints one JSON line per text, then the timings.
 DATATROVE_RUNNER = textwrap.dedent(
@@ -67,6 +85,20 @@ DATATROVE_RUNNER = textwrap.dedent(
     for row, text in zip(rows, texts):
         row["words"] = len(split_into_words(text))
         row["sentences"] = [len(split_into_sentences(line.strip())) for line in text.splitlines() if line.strip()]
+    # C4's bad-words filter, on the texts as they are and on C4's kept text, with each local list in turn: its
+    # download helper returns the list's path instead of fetching LDNOOBW's
+    import datatrove.pipeline.filters.c4_filters as c4_filters
+    from datatrove.pipeline.filters import C4BadWordsFilter
+    for name, path in json.loads(sys.argv[3]).items():
+        c4_filters.cached_asset_path_or_download = lambda *args, path=path, **kwargs: path
+        bad_words = C4BadWordsFilter()
+        for row, (i, text) in zip(rows, enumerate(texts)):
+            row[f"bad_words {name}"] = dict(zip(("keep", "reason"), verdict(bad_words.filter(Document(text=text, id=str(i))))))
+            c4_row = row["c4"]
+            if c4_row["keep"]:
+                keep, reason = verdict(bad_words.filter(Document(text=c4_row["text"], id=str(i))))
+                c4_row = {"keep": keep, "reason": reason}
+            row[f"c4+bad_words {name}"] = {"keep": c4_row["keep"], "reason": c4_row["reason"]}
     for row in rows:
         print(json.dumps(row))
     print(json.dumps({"seconds": seconds}))
@@ -109,8 +141,26 @@ def extracted_texts() -> list[dict]:
     return rows
 
 
-def run_ours(texts: list[str], split_paragraph: bool) -> tuple[list[dict], dict[str, float]]:
-    from stages.c4 import c4_clean
+def bad_word_lists(files: list[str]) -> dict[str, str]:
+    """{name: path} of the bad-words lists to compare with: the FILEs given, else the two this script writes."""
+    if files:
+        return {Path(file).name: str(Path(file).resolve()) for file in files}
+    assets = datatrove_python().parents[1] / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    banned = assets / "site-packages" / "datatrove" / "assets" / "banned_words.txt"
+    written = {
+        "datatrove-banned-words": [line for line in banned.read_text().splitlines() if not line.startswith("#")],
+        "stress": STRESS_BAD_WORDS,
+    }
+    lists = {}
+    for name, words in written.items():
+        path = ROOT / ".bench" / f"bad-words-{name}.txt"
+        path.write_text("".join(word + "\n" for word in words), encoding="utf-8")
+        lists[name] = str(path)
+    return lists
+
+
+def run_ours(texts: list[str], split_paragraph: bool, bad_words: dict[str, str]) -> tuple[list[dict], dict[str, float]]:
+    from stages.c4 import bad_words_pattern, c4_clean, read_bad_words
     from stages.fineweb import fineweb_rules
 
     rows: list[dict] = [{} for _ in texts]
@@ -125,10 +175,17 @@ def run_ours(texts: list[str], split_paragraph: bool) -> tuple[list[dict], dict[
         broken = fineweb_rules(text)
         row["fineweb"] = {"keep": not broken, "reason": ",".join(broken) or None}
     seconds["fineweb"] = time.process_time() - started
+    for name, path in bad_words.items():
+        pattern = bad_words_pattern(read_bad_words(path))
+        for row, text in zip(rows, texts):
+            found = pattern.search(text.lower()) is not None
+            row[f"bad_words {name}"] = {"keep": not found, "reason": "bad_words" if found else None}
+            broken = c4_clean(text, split_paragraph=split_paragraph, bad_words=pattern)[1]
+            row[f"c4+bad_words {name}"] = {"keep": not broken, "reason": ",".join(broken) or None}
     return rows, seconds
 
 
-def run_datatrove(path: Path, split_paragraph: bool) -> tuple[list[dict], dict[str, float]]:
+def run_datatrove(path: Path, split_paragraph: bool, bad_words: dict[str, str]) -> tuple[list[dict], dict[str, float]]:
     env = {"PYTHONPATH": "", "OMP_NUM_THREADS": "1", "LOGURU_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [
@@ -137,6 +194,7 @@ def run_datatrove(path: Path, split_paragraph: bool) -> tuple[list[dict], dict[s
             DATATROVE_RUNNER,
             str(path),
             "lines" if split_paragraph else "sentences",
+            json.dumps(bad_words),
         ],  # on our core: affinity is inherited
         capture_output=True,
         text=True,
@@ -175,7 +233,7 @@ def split_agreement(texts: list[str], theirs: list[dict]) -> dict:
 def compare(docs: list[dict], ours: list[dict], theirs: list[dict]) -> dict:
     """Per text set and filter: texts, same verdict, kept by both, same modified text, disagreements."""
     figures: dict = {}
-    for name in ("c4", "fineweb"):
+    for name in ours[0]:
         for subset in sorted({doc["set"] for doc in docs}) + ["all"]:
             picked = [i for i, doc in enumerate(docs) if subset in ("all", doc["set"])]
             same = [i for i in picked if ours[i][name]["keep"] == theirs[i][name]["keep"]]
@@ -184,7 +242,7 @@ def compare(docs: list[dict], ours: list[dict], theirs: list[dict]) -> dict:
                 "texts": len(picked),
                 "same_verdict": len(same),
                 "kept_by_both": len(both_kept),
-                "same_text": sum(ours[i][name].get("text") == theirs[i][name]["text"] for i in both_kept),
+                "same_text": sum(ours[i][name].get("text") == theirs[i][name].get("text") for i in both_kept),
                 "kept_ours": sum(ours[i][name]["keep"] for i in picked),
                 "kept_theirs": sum(theirs[i][name]["keep"] for i in picked),
                 "differences": Counter(
@@ -225,6 +283,9 @@ def main(argv=None) -> None:
     parser.add_argument("--cpu", type=int, default=None, help="core to pin both sides to (default: the last one)")
     parser.add_argument("--c4-sentences", action="store_true", help="C4 on sentences (split_paragraph=False)")
     parser.add_argument("--differences", metavar="FILE", help="write every disagreement (text and both verdicts)")
+    parser.add_argument(
+        "--bad-words", nargs="*", metavar="FILE", help="compare C4's bad-words filter too, with these lists (none: two)"
+    )
     args = parser.parse_args(argv)
 
     docs = ground_truth_texts() + ([] if args.no_extracted else extracted_texts())
@@ -233,8 +294,9 @@ def main(argv=None) -> None:
     shared = ROOT / ".bench" / "agreement-texts.jsonl"
     shared.write_text("".join(json.dumps({"text": text}) + "\n" for text in texts), encoding="utf-8")
     core = pin(args.cpu)
-    theirs, theirs_s = run_datatrove(shared, not args.c4_sentences)
-    ours, ours_s = run_ours(texts, not args.c4_sentences)
+    lists = bad_word_lists(args.bad_words) if args.bad_words is not None else {}
+    theirs, theirs_s = run_datatrove(shared, not args.c4_sentences, lists)
+    ours, ours_s = run_ours(texts, not args.c4_sentences, lists)
     figures = compare(docs, ours, theirs)
     print(f"{len(texts)} texts, pinned to core {core}, {time.strftime('%Y-%m-%d')}\n")
     print(report(figures, ours_s, theirs_s, len(texts)))
@@ -249,7 +311,7 @@ def main(argv=None) -> None:
     if args.differences:
         with open(args.differences, "w", encoding="utf-8") as out:
             for doc, mine, them in zip(docs, ours, theirs):
-                for name in ("c4", "fineweb"):
+                for name in mine:
                     if mine[name]["keep"] != them[name]["keep"] or (
                         name == "c4" and mine[name]["keep"] and mine[name]["text"] != them[name]["text"]
                     ):
