@@ -93,7 +93,8 @@ DATATROVE_RUNNER = textwrap.dedent(
         c4_filters.cached_asset_path_or_download = lambda *args, path=path, **kwargs: path
         bad_words = C4BadWordsFilter()
         for row, (i, text) in zip(rows, enumerate(texts)):
-            row[f"bad_words {name}"] = dict(zip(("keep", "reason"), verdict(bad_words.filter(Document(text=text, id=str(i))))))
+            keep, reason = verdict(bad_words.filter(Document(text=text, id=str(i))))
+            row[f"bad_words {name}"] = {"keep": keep, "reason": reason}
             c4_row = row["c4"]
             if c4_row["keep"]:
                 keep, reason = verdict(bad_words.filter(Document(text=c4_row["text"], id=str(i))))

@@ -378,8 +378,14 @@ def _held_out_lookalikes() -> dict:
     def one_of(*builders):
         return lambda rng: rng.choice(builders)(rng)
 
-    product = lambda rng: rng.choice(["openssl", "Tomcat", "ESXi", "FortiOS", "JunOS", "libvirt", "Firefox ESR"])  # noqa: E731
-    suffix = lambda rng: rng.choice(["", "-1ubuntu1", "-beta", "_amd64", "+dfsg", "-rc2", ".el8", "~bpo11"])  # noqa: E731
+    products = ["openssl", "Tomcat", "ESXi", "FortiOS", "JunOS", "libvirt", "Firefox ESR"]
+    suffixes = ["", "-1ubuntu1", "-beta", "_amd64", "+dfsg", "-rc2", ".el8", "~bpo11"]
+
+    def product(rng):
+        return rng.choice(products)
+
+    def suffix(rng):
+        return rng.choice(suffixes)
 
     def coordinates(rng):
         return f"{rng.uniform(-89, 89):.4f}, {rng.uniform(-179, 179):.4f}"

@@ -23,8 +23,8 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   (three hyphenated groups only as the UK groups them: `020-7946-0958`; `06-2019-0034` is a file number);
   after a phone word (`Tel.`, `phone`, `call us on`, `fax`), any number in 3 to 5 groups of 9 to 12 digits
   (ES `912 345 678`, PL `22 123 45 67`). A national number needs separators (a plain 10-digit run is an id
-  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order`, `reservation` and the like is not a phone, and
-  `00` for `+` is not read (`0044 20 7946 0958`: zero-padded codes look the same).
+  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order`, `reservation` and the like is not
+  a phone, and `00` for `+` is not read (`0044 20 7946 0958`: zero-padded codes look the same).
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ _PHONE_CUE = re.compile(
 # Words after which a run of digit groups is an identifier, not a phone number.
 _IDENTIFIER_CUE = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|serial|s/n|sn|sku|part|model|order|invoice|ref|reference|tracking|patent|"
-    r"ean|upc|gtin|lot|batch|case|id|reservation|booking|confirmation|account|customer|ticket)\.?\s*(?:number|no\.?|nr\.?|#)?\s*[:#]?\s*$",
+    r"ean|upc|gtin|lot|batch|case|id|reservation|booking|confirmation|account|customer|ticket)"
+    r"\.?\s*(?:number|no\.?|nr\.?|#)?\s*[:#]?\s*$",
     re.IGNORECASE,
 )
 _CUE_WINDOW = 24  # characters before a candidate that a cue is looked for in
