@@ -8,9 +8,9 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   domain of dot-separated labels ending in a letters-only top-level domain (or `xn--` punycode); a trailing
   dot stays text. `logo@2x.png` (an image name) is not an address.
 - IPv4: four dotted decimal numbers that `ipaddress` accepts (0-255, no leading zeros), not inside a longer
-  dotted run (`1.2.3.4.5`) or a word (`v1.2.3.4`), not before a hyphen and a letter (`5.15.0.91-generic`),
-  not after a version or numbering word (`version 1.2.3.4`, `release`, `build`, `linux`, `section`,
-  `Chrome/`): those are versions. Four numbers all below 16 (`3.11.4.1`,
+  dotted run (`1.2.3.4.5`) or a word (`v1.2.3.4`), not before a package version's suffix (`-generic`,
+  `-1ubuntu1`, `+dfsg`, `~bpo11`), not after a version or numbering word (`version 1.2.3.4`, `release`,
+  `build`, `linux`, `section`, `article`, `paragraph`, `Chrome/`): those are versions. Four numbers all below 16 (`3.11.4.1`,
   `4.2.1.3`, `1.2.3.4`) are a version or a section number too: one random public address in 65,000 looks so,
   and the known ones (1.1.1.1, 8.8.8.8) are public resolvers, which name no one.
 - IPv6: what `ipaddress` accepts, among runs of hex digits and colons holding at least one digit (times such
@@ -23,8 +23,8 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   (three hyphenated groups only as the UK groups them: `020-7946-0958`; `06-2019-0034` is a file number);
   after a phone word (`Tel.`, `phone`, `call us on`, `fax`), any number in 3 to 5 groups of 9 to 12 digits
   (ES `912 345 678`, PL `22 123 45 67`). A national number needs separators (a plain 10-digit run is an id
-  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order`, `reservation` and the like is not
-  a phone, and `00` for `+` is not read (`0044 20 7946 0958`: zero-padded codes look the same).
+  as often as a phone), one right after `ISBN`, `serial`, `SKU`, `order`, `reservation`, a German `…-Nr.` or
+  `…nummer` and the like is not a phone (but after a phone word: `Tel.-Nr.`, `Telefonnummer`), and `00` for `+` is not read (`0044 20 7946 0958`: zero-padded codes look the same).
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ _EMAIL = re.compile(
     r"(?![\w-]|\.[^\W_])"  # the whole domain: no label after it
 )
 _LOCAL_PART_MAX, _DOMAIN_MAX = 64, 255  # RFC 5321's limits: an address lies within them around its @
-# Not followed by a word, a further dotted number, or a hyphen and a letter: `5.15.0.91-generic` is a package
-# version (an address range goes on with a digit: `81.2.69.160-81.2.69.170`).
-_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d|-[^\W\d_])")
+# Not followed by a word, a further dotted number, or a package version's suffix (`-`, `+` or `~`, then a
+# word with a letter in it: `5.15.0.91-generic`, `-1ubuntu1`, `+dfsg`, `~bpo11`); an address range goes on
+# with a number (`81.2.69.160-81.2.69.170`).
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d|[-+~]\d*[^\W\d_])")
 # Two colons with at most four hex digits between them: in every IPv6 address, and in few texts.
 _IPV6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:")
 # Hex groups and colons with a digit among them, optionally ending in a dotted IPv4 (::ffff:192.0.2.1).
@@ -63,7 +64,7 @@ _IPV6 = re.compile(
 # The words that make the dotted number after them a version or a section number, not an address.
 _VERSION_CUE = re.compile(
     r"(?:\b(?:version|ver|v|release|rel|build|rev|revision|firmware|kernel|linux|update|patch|section|sec|chapter|"
-    r"clause|step|figure|fig|table)\.?\s*[:#]?\s*|§\s*|[A-Za-z]/)$",
+    r"clause|article|art|paragraph|para|step|figure|fig|table)\.?\s*[:#]?\s*|§\s*|[A-Za-z]/)$",
     re.IGNORECASE,
 )
 
@@ -91,14 +92,15 @@ _GROUPED_NUMBER = re.compile(
     r"[(\d]" + _STARTS_NUMBER + r"(?:(?<=\()\d{2,4}\)|(?<=\d)\d{1,3})(?:[ .-]\d{2,4}){2,4}" + _NOT_DIGIT_END
 )
 _PHONE_CUE = re.compile(
-    r"(?:\b(?:tel|telephone|telefon|téléphone|tél|phone|ph|fax|call|mobile|mob|cell|handy|whatsapp|тел|телефон)"
-    r"\.?(?:\s*(?:no\.?|number|nr\.?))?(?:\s+(?:us|me|them))?(?:\s+(?:on|at))?|[☎📞])\s*:?\s*$",
+    r"(?:\b(?:tel|telephone|telefon|téléphone|tél|phone|ph|fax|call|mobile|mobil|mob|cell|handy|whatsapp|rufnummer|"
+    r"тел|телефон)\.?(?:[\s-]*(?:no\.?|number|nr\.?|nummer))?(?:\s+(?:us|me|them))?(?:\s+(?:on|at))?|[☎📞])\s*:?\s*$",
     re.IGNORECASE,
 )
 # Words after which a run of digit groups is an identifier, not a phone number.
 _IDENTIFIER_CUE = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|serial|s/n|sn|sku|part|model|order|invoice|ref|reference|tracking|patent|"
-    r"ean|upc|gtin|lot|batch|case|id|reservation|booking|confirmation|account|customer|ticket)"
+    r"ean|upc|gtin|lot|batch|case|id|reservation|booking|confirmation|account|customer|ticket|"
+    r"[\w.-]*(?:nr|nummer))"  # German numbers, `Kd.-Nr.`, `Kundennummer` (but `Tel.-Nr.`: _PHONE_CUE wins)
     r"\.?\s*(?:number|no\.?|nr\.?|#)?\s*[:#]?\s*$",
     re.IGNORECASE,
 )
@@ -166,7 +168,8 @@ def phone_spans(text: str) -> Iterator[tuple[int, int]]:
     for pattern, shortest, longest in ((_NORTH_AMERICAN, 10, 11), (_TRUNK_ZERO, 10, 12)):
         for match in pattern.finditer(text):
             end = _number_end(match[0], shortest, longest)
-            if end is None or _IDENTIFIER_CUE.search(_before(text, match.start())):
+            before = _before(text, match.start())
+            if end is None or _IDENTIFIER_CUE.search(before) and not _PHONE_CUE.search(before):
                 continue
             if pattern is _NORTH_AMERICAN or _national_grouping(match[0][:end]):
                 yield match.start(), match.start() + end

@@ -25,7 +25,8 @@ SAMPLE = ROOT / "configs" / "crawl_sample.yaml"
         ("Write to jane.doe@mail.example.org.", "Write to <EMAIL>."),
         ("(zoë+news@bücher.de) or <a_b-9@x.co.uk>", "(<EMAIL>) or <<EMAIL>>"),
         ("from 93.184.216.34:8080 and http://151.101.1.69/x", "from <IP_ADDRESS>:8080 and http://<IP_ADDRESS>/x"),
-        ("range 81.2.69.160-81.2.69.170", "range <IP_ADDRESS>-<IP_ADDRESS>"),  # a hyphen and a digit: a range
+        ("range 81.2.69.160-81.2.69.170", "range <IP_ADDRESS>-<IP_ADDRESS>"),  # a hyphen and a number: a range
+        ("Tel.-Nr. 030 1234 5678, Telefonnummer: 089 123 456 78", "Tel.-Nr. <PHONE>, Telefonnummer: <PHONE>"),
         ("host [2606:4700:4700::1111]:443, 2a00:1450:4001:81C:0:0:0:200E.", "host [<IP_ADDRESS>]:443, <IP_ADDRESS>."),
         ("Tel.: +44 (0)20 7946 0958; +1 (555) 123-4567, +8613812345678", "Tel.: <PHONE>; <PHONE>, <PHONE>"),
         ("(555) 123-4567, 555.123.4567 or 1-800-555-0199.", "<PHONE>, <PHONE> or <PHONE>."),
@@ -48,6 +49,8 @@ def test_each_kind_is_masked_with_its_placeholder_and_counted(text, masked):
         "5551234567, IBAN DE89 3704 0044 0532 0130 00, 4111 1111 1111 1111, population 8 336 817",
         "logo@2x.png, sprite@2x.PNG, @username, user@localhost, Anonymous@12.15, npm i @babel/core",
         "linux 5.15.0.91-generic, 5.15.0.91-generic, reservation 0123 4567 89, booking no. 030 1234 5678",
+        "Tomcat 18.7.56.135-1ubuntu1, ESXi 30.27.198.68+dfsg, 21.6.161.239~bpo11, Article 30.21.7.23, para 39.7.6.3",
+        "Kd.-Nr. 0467 808 966, Kundennummer 030 1234 5678",  # German identifiers: a word ending in Nr. or nummer
     ],
 )
 def test_look_alikes_stay_text(text):
