@@ -27,8 +27,9 @@ The tuning set (the default): the rules for small dotted numbers, hyphenated nat
 words were written after it showed their look-alikes. Its formats and look-alikes named `held-out` were
 written later, scored once, and have been tuned on since: they are part of the tuning set now.
 
-The held-out set (`--held-out`, HELD_OUT_* below): written after the rules were tuned on the tuning set and
-committed before any rule was changed again; never tuned on. Its own seed, PII shapes (e-mail addresses with
+The first held-out set (`--held-out`, HELD_OUT_* below): written after the rules were tuned on the tuning set
+and committed before any rule was changed again; scored, then tuned on (it is tuning data since the second
+held-out set was written). Its own seed, PII shapes (e-mail addresses with
 +tags, sub-domains, capitals; IPs in URLs, log lines, CSV rows, `ssh root@IP`; phone formats of 14 other
 national plans and styles) and contexts, its own look-alikes, mostly drawn at random from a shape (versions
 after product names and in package file names, SNMP OIDs, dotted dates, article and control numbers, build
@@ -307,8 +308,8 @@ def planted_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
 
 
 # --- the held-out set (--held-out) ------------------------------------------------------------
-# Written after the stage's rules had been tuned on the set above, before any rule was changed for it, and
-# never tuned on: its own seed, its own PII shapes and contexts (IPs in URLs, logs and CSV rows, e-mail
+# Written after the stage's rules had been tuned on the set above, before any rule was changed for it (tuned on
+# since the second held-out set was written): its own seed, its own PII shapes and contexts (IPs in URLs, logs and CSV rows, e-mail
 # addresses with +tags, sub-domains and capitals, phone formats of other countries) and its own look-alikes,
 # most drawn at random from a shape rather than written out. Natural candidates are `ignore` regions in it:
 # they were labelled while the rules were tuned.
