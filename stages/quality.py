@@ -116,25 +116,31 @@ def gopher_quality_rules(
         letterless = sum(1 for w in filterfalse(str.isalpha, tokens) if not any(map(str.isalpha, w)))
         if (n_tokens - letterless) / n_tokens < min_alpha_words_ratio:
             broken.append("too_few_alphabetic_words")
-    if not _has_stop_words(text, tokens, stops, min_stop_words, stripped=words == "whitespace" and not unspaced):
+    if not _has_stop_words(tokens, stops, min_stop_words, stripped=words == "whitespace" and not unspaced):
         broken.append("missing_stop_words")
     return broken
 
 
-def _has_stop_words(text: str, tokens: list[str], stops: frozenset[str], minimum: int, stripped: bool) -> bool:
+def _has_stop_words(tokens: list[str], stops: frozenset[str], minimum: int, stripped: bool) -> bool:
     """Whether at least `minimum` of `stops` are among the text's words, in any case. `stripped`: the words are
-    whitespace-split, so surrounding punctuation is stripped first ("the," and "(with" count); datatrove's
+    whitespace-split, so surrounding punctuation is stripped too ("the," and "(with" count); datatrove's
     tokens and CJK characters have none.
 
-    The bare words usually hold enough stop words already; only when they do not are the stripped forms
-    needed. (Lowering the whole text lowers each word the same way: no lowercase mapping makes or removes
-    whitespace, and the one context-dependent mapping, final sigma, cannot produce a stop word.)
+    Stop words are frequent, so the first words usually hold enough: they are looked at first, the whole
+    text only when they do not (what the first words hold, the whole text holds too). The bare words are
+    tried before the stripped ones, which cost more.
     """
-    if not stripped:
-        return len({w.lower() for w in tokens} & stops) >= minimum
-    if len(set(text.lower().split()) & stops) >= minimum:
-        return True
-    return len({w.lower().strip(_PUNCTUATION) for w in tokens} & stops) >= minimum
+    parts = (tokens[:_FIRST_WORDS], tokens) if len(tokens) > _FIRST_WORDS else (tokens,)
+    for words in parts:
+        lowered = [w.lower() for w in words]
+        if len(stops.intersection(lowered)) >= minimum:
+            return True
+        if stripped and len(stops.intersection([w.strip(_PUNCTUATION) for w in lowered])) >= minimum:
+            return True
+    return False
+
+
+_FIRST_WORDS = 200
 
 
 def _cjk_words(text: str) -> list[str]:

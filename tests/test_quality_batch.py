@@ -1,4 +1,5 @@
-"""The batch implementations of the Gopher rules against the plain per-text definitions they replaced.
+"""The batch implementations of the Gopher rules (and the stop-word rule's shortcut) against the plain
+per-text definitions they replaced.
 
 `reference_repetition_rules` is the straightforward per-text version (n-grams as tuples of words, a Counter
 for the top n-gram); the batch version must give the same verdicts for every text, alone or in any batch.
@@ -19,7 +20,16 @@ import pytest
 from helpers import CRAWL_SAMPLE, SHARED
 
 # Line and paragraph repeats are not batched: both sides count them with the stage's own `_duplicates`.
-from stages.quality import GopherRepetition, _duplicates, gopher_repetition_batch, gopher_repetition_rules
+from stages.quality import (
+    _PUNCTUATION,
+    GOPHER_STOP_WORDS,
+    STOP_WORDS_BY_LANGUAGE,
+    GopherRepetition,
+    _duplicates,
+    _has_stop_words,
+    gopher_repetition_batch,
+    gopher_repetition_rules,
+)
 
 
 def _ngrams(words, n):
@@ -146,3 +156,23 @@ def test_stage_on_real_pages_matches_the_per_text_definition():
         assert out["reason"].to_pylist() == expected
         rejected += sum(reason is not None for reason in expected)
     assert 50 < rejected < len(texts) - 50  # both verdicts are compared
+
+
+def reference_has_stop_words(tokens, stops, minimum, stripped):
+    """The plain definition: the stop words among every word, bare or (stripped) without its punctuation."""
+    found = {w.lower() for w in tokens} | ({w.lower().strip(_PUNCTUATION) for w in tokens} if stripped else set())
+    return len(found & stops) >= minimum
+
+
+STOP_TOKENS = st.sampled_from(["the", "The,", "(with", "AND", "of", "sea", "river", "x", "ΤΗΣ", "της.", "to"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STOP_TOKENS, max_size=500), st.integers(0, 4), st.booleans(), st.integers(0, 450))
+def test_stop_words_look_at_the_first_words_first(tokens, minimum, stripped, filler):
+    # Filler words in front, so that the stop words are often past the first words only.
+    tokens = ["sea"] * filler + tokens
+    for stops in (GOPHER_STOP_WORDS, STOP_WORDS_BY_LANGUAGE["el"]):
+        assert _has_stop_words(tokens, stops, minimum, stripped) == reference_has_stop_words(
+            tokens, stops, minimum, stripped
+        )
