@@ -46,6 +46,7 @@ STOP_WORDS = ("auto", "english")
 _BULLETS = ("-", "*", "•")
 _ELLIPSES = ("...", "…")
 _PUNCTUATION = string.punctuation + "“”‘’«»…"
+_FIRST_WORDS = 200  # the stop-word rule looks at these first
 _CJK_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[^\s\p{Han}\p{Hiragana}\p{Katakana}]+")
 
 
@@ -138,9 +139,6 @@ def _has_stop_words(tokens: list[str], stops: frozenset[str], minimum: int, stri
         if stripped and len(stops.intersection([w.strip(_PUNCTUATION) for w in lowered])) >= minimum:
             return True
     return False
-
-
-_FIRST_WORDS = 200
 
 
 def _cjk_words(text: str) -> list[str]:
