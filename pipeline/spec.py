@@ -68,6 +68,7 @@ def _language(config):
         threshold=settings.threshold,
         short_text_chars=settings.short_text_chars,
         model_path=settings.model_path,
+        max_chars=settings.max_chars,
     )
 
 

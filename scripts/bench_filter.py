@@ -1,9 +1,12 @@
 """Filter-pass benchmark: crawlbelt's per-document stages against datatrove's equivalent chain, one core each.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py                    # ours, then datatrove, the ratio
+    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py       # ours with each extractor, then datatrove, the ratios
     PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --no-datatrove     # ours only
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --set extract.method=resiliparse
+    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --methods resiliparse   # the fast path only
     PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --repeat 10 --no-datatrove   # memory at 10x input
+
+Ours runs once per extract.method in --methods (default: trafilatura, the default, and resiliparse, the fast
+path), with the config's other settings and --set's; then datatrove once, and each path's ratio to it.
 
 Ours: the stages `pipeline.spec.document_stages` builds from the config (configs/local.yaml unless --config),
 called directly, batch by batch, on the Arrow tables `stages.warc_read.read_warc` yields (no Ray), then the
@@ -18,7 +21,7 @@ in a subprocess pinned to the same core. Its CPU time is the subprocess's own (w
 processes it waited for), measured from after its imports and set-up to the end of the chain; documents =
 the records its reader yielded (it skips records it cannot decode or does not consider HTML).
 
-The ratio printed is ours / datatrove's documents per CPU-second, from the same run.
+The ratios printed are ours (each method) / datatrove's documents per CPU-second, from the same run.
 """
 
 from __future__ import annotations
@@ -70,15 +73,23 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="config override, as `crawlbelt run --set` (repeatable), e.g. extract.method=resiliparse",
     )
+    parser.add_argument(
+        "--methods",
+        default="trafilatura,resiliparse",
+        help="extract.method values to run ours with, comma-separated, one pass each (default: both paths)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="read the WARC list this many times (memory scaling)")
     parser.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last allowed one)")
     parser.add_argument("--no-datatrove", action="store_true", help="run crawlbelt's pass only")
     parser.add_argument("--no-hashing", action="store_true", help="leave out the dedup pass's SHA-1 and MinHash")
-    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of our pass to FILE (slower run)")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="write a cProfile of our pass to FILE (slower run; METHOD-FILE with several)"
+    )
     parser.add_argument(
         "--dump",
         metavar="FILE",
-        help="write every row's verdict and values to a Parquet FILE (to compare two versions)",
+        help="write every row's verdict and values to a Parquet FILE (to compare two versions); "
+        "with several methods, one FILE per method: METHOD-FILE beside it",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     return parser.parse_args(argv)
@@ -391,7 +402,7 @@ def report(ours: dict, core: int) -> str:
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python {platform.python_version()}"
     )
     lines.append(
-        f"crawlbelt: {ours['files']} files x{ours['repeat']}, {ours['records']} records, "
+        f"crawlbelt, extract.method {ours['method']}: {ours['files']} files x{ours['repeat']}, {ours['records']} records, "
         f"{ours['documents']} HTML documents, {ours['survivors']} survive the filter pass"
     )
     lines.append(
@@ -418,7 +429,7 @@ def report(ours: dict, core: int) -> str:
     return "\n".join(lines)
 
 
-def report_datatrove(ours: dict, theirs: dict) -> str:
+def report_datatrove(runs: list[dict], theirs: dict) -> str:
     lines = []
     lines.append(
         f"datatrove {' / trafilatura '.join(theirs['version'])}: {theirs['documents']} documents read "
@@ -429,9 +440,11 @@ def report_datatrove(ours: dict, theirs: dict) -> str:
     shares = _datatrove_shares(theirs["step_seconds"])
     if shares:
         lines.append("  its own step timers (wall): " + ", ".join(f"{k} {v:.0f}%" for k, v in shares.items()))
-    lines.append(
-        f"ratio, ours / datatrove's documents per CPU-second: {ours['docs_per_cpu_s'] / theirs['docs_per_cpu_s']:.2f}x"
-    )
+    for ours in runs:
+        lines.append(
+            f"ratio, ours ({ours['method']}) / datatrove's documents per CPU-second: "
+            f"{ours['docs_per_cpu_s'] / theirs['docs_per_cpu_s']:.2f}x"
+        )
     return "\n".join(lines)
 
 
@@ -448,20 +461,39 @@ def main(argv=None) -> None:
         os.environ.setdefault(name, "1")
     from pipeline.config import ConfigError
 
-    try:
-        ours = run_ours(files, args.config, args.overrides, args.repeat, not args.no_hashing, args.dump, args.profile)
-    except ConfigError as error:  # e.g. --set extract.method=resiliparse before that option exists
-        print(f"bench_filter: config: {error}", file=sys.stderr)
-        sys.exit(2)
-    print(report(ours, core), flush=True)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    runs = []
+    for method in methods:
+        dump, profile = (
+            str(Path(name).with_name(f"{method}-{Path(name).name}")) if name and len(methods) > 1 else name
+            for name in (args.dump, args.profile)
+        )
+        try:
+            ours = run_ours(
+                files,
+                args.config,
+                [*args.overrides, f"extract.method={method}"],
+                args.repeat,
+                not args.no_hashing,
+                dump,
+                profile,
+            )
+        except ConfigError as error:  # e.g. a method that does not exist
+            print(f"bench_filter: config: {error}", file=sys.stderr)
+            sys.exit(2)
+        ours["method"] = method
+        runs.append(ours)
+        print(report(ours, core), "\n", flush=True)
     theirs = None
     if not args.no_datatrove:
         theirs = run_datatrove(files, args.repeat)
-        print()
-        print(report_datatrove(ours, theirs))
+        print(report_datatrove(runs, theirs))
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"ours": ours, "datatrove": theirs, "core": core, "load_average": os.getloadavg()}, indent=1)
+            json.dumps(
+                {"ours": runs, "datatrove": theirs, "core": core, "load_average": os.getloadavg()},
+                indent=1,
+            )
         )
 
 

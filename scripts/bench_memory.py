@@ -1,9 +1,9 @@
 """Peak memory of the streaming filter pass at 1x and Nx the input (the WARC list read N times).
 
     PYTHONPATH=. .venv/bin/python scripts/bench_memory.py                 # 1x and 10x the real-page WARCs
-    PYTHONPATH=. .venv/bin/python scripts/bench_memory.py --times 10 --set extract.method=resiliparse
+    PYTHONPATH=. .venv/bin/python scripts/bench_memory.py --times 10 --method resiliparse
 
-Each size runs `scripts/bench_filter.py --no-datatrove --repeat N` in a fresh process (ru_maxrss only ever
+Each size runs `scripts/bench_filter.py --no-datatrove --methods METHOD --repeat N` in a fresh process (ru_maxrss only ever
 grows, so the two sizes cannot share one) and reads its peak RSS. A pass that streams batch by batch holds
 the same few batches whatever the input size, so the ratio should stay near 1 (target: at most 1.2).
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(times: int, warcs: list[str], overrides: list[str]) -> dict:
+def run(times: int, warcs: list[str], method: str, overrides: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "figures.json"
         command = [
@@ -29,6 +29,8 @@ def run(times: int, warcs: list[str], overrides: list[str]) -> dict:
             str(ROOT / "scripts" / "bench_filter.py"),
             *warcs,
             "--no-datatrove",
+            "--methods",
+            method,
             "--repeat",
             str(times),
             "--json",
@@ -38,20 +40,21 @@ def run(times: int, warcs: list[str], overrides: list[str]) -> dict:
             command += ["--set", assignment]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-        return json.loads(out.read_text())["ours"]
+        return json.loads(out.read_text())["ours"][0]
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("warcs", nargs="*", help="WARC files or globs (default: bench_filter.py's)")
     parser.add_argument("--times", type=int, default=10, help="the larger input, in copies of the WARC list")
+    parser.add_argument("--method", default="trafilatura", help="the extract.method to run (default trafilatura)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     args = parser.parse_args(argv)
 
     figures = {}
     for times in (1, args.times):
-        ours = run(times, args.warcs, args.overrides)
+        ours = run(times, args.warcs, args.method, args.overrides)
         figures[times] = ours
         print(
             f"{times:>3}x: {ours['records']:,} records, {ours['documents']:,} documents, "

@@ -79,8 +79,11 @@ def fasttext_predict(model, text: str, k: int = 1) -> list[tuple[str, float]]:
     return [(label.removeprefix("__label__"), float(prob)) for prob, label in model.f.predict(line, k, 0.0, "strict")]
 
 
-def fasttext_language(text: str, model_path: str | None = None) -> tuple[str, float]:
-    """(language code, probability) from lid.176; ("unknown", 0.0) for empty text."""
+def fasttext_language(text: str, model_path: str | None = None, max_chars: int | None = None) -> tuple[str, float]:
+    """(language code, probability) from lid.176; ("unknown", 0.0) for empty text. `max_chars`: the model
+    sees only the text's first max_chars characters (None: all of it)."""
+    if max_chars is not None:
+        text = text[:max_chars]
     if not text.strip():
         return "unknown", 0.0
     model = load_fasttext_model(model_path or default_lid_model_path())
@@ -98,14 +101,25 @@ class LanguageId:
 
     name = "language"
 
-    def __init__(self, method="fasttext", languages=("en",), threshold=0.65, short_text_chars=200, model_path=None):
+    def __init__(
+        self,
+        method="fasttext",
+        languages=("en",),
+        threshold=0.65,
+        short_text_chars=200,
+        model_path=None,
+        max_chars=None,
+    ):
         if method not in METHODS:
             raise ValueError(f"unknown language-id method {method!r}; expected one of {', '.join(METHODS)}")
+        if max_chars is not None and max_chars < 1:
+            raise ValueError(f"max_chars must be at least 1 or None (the whole text), not {max_chars!r}")
         self.method = method
         self.languages = frozenset(languages or ())  # empty: keep every language
         self.threshold = threshold
         self.short_text_chars = short_text_chars
         self.model_path = model_path  # a path only; the model itself loads lazily in each worker
+        self.max_chars = max_chars  # fastText sees only the text's first max_chars characters (None: all)
 
     def detect(self, text: str) -> tuple[str, float, bool]:
         """(language, score, whether the answer came from fastText)."""
@@ -115,7 +129,7 @@ class LanguageId:
         )
         if use_stopwords:
             return (*stopword_language(text), False)
-        return (*fasttext_language(text, self.model_path), True)
+        return (*fasttext_language(text, self.model_path, self.max_chars), True)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         return run_on_alive(batch, self.name, self._compute, {"lang": pa.string(), "lang_score": pa.float64()})

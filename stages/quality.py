@@ -12,6 +12,7 @@ from itertools import filterfalse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import regex
 
 from .ledger import run_on_alive
@@ -45,6 +46,7 @@ STOP_WORDS = ("auto", "english")
 _BULLETS = ("-", "*", "•")
 _ELLIPSES = ("...", "…")
 _PUNCTUATION = string.punctuation + "“”‘’«»…"
+_FIRST_WORDS = 200  # the stop-word rule looks at these first
 _CJK_WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[^\s\p{Han}\p{Hiragana}\p{Katakana}]+")
 
 
@@ -115,25 +117,28 @@ def gopher_quality_rules(
         letterless = sum(1 for w in filterfalse(str.isalpha, tokens) if not any(map(str.isalpha, w)))
         if (n_tokens - letterless) / n_tokens < min_alpha_words_ratio:
             broken.append("too_few_alphabetic_words")
-    if not _has_stop_words(text, tokens, stops, min_stop_words, stripped=words == "whitespace" and not unspaced):
+    if not _has_stop_words(tokens, stops, min_stop_words, stripped=words == "whitespace" and not unspaced):
         broken.append("missing_stop_words")
     return broken
 
 
-def _has_stop_words(text: str, tokens: list[str], stops: frozenset[str], minimum: int, stripped: bool) -> bool:
+def _has_stop_words(tokens: list[str], stops: frozenset[str], minimum: int, stripped: bool) -> bool:
     """Whether at least `minimum` of `stops` are among the text's words, in any case. `stripped`: the words are
-    whitespace-split, so surrounding punctuation is stripped first ("the," and "(with" count); datatrove's
+    whitespace-split, so surrounding punctuation is stripped too ("the," and "(with" count); datatrove's
     tokens and CJK characters have none.
 
-    The bare words usually hold enough stop words already; only when they do not are the stripped forms
-    needed. (Lowering the whole text lowers each word the same way: no lowercase mapping makes or removes
-    whitespace, and the one context-dependent mapping, final sigma, cannot produce a stop word.)
+    Stop words are frequent, so the first words usually hold enough: they are looked at first, the whole
+    text only when they do not (what the first words hold, the whole text holds too). The bare words are
+    tried before the stripped ones, which cost more.
     """
-    if not stripped:
-        return len({w.lower() for w in tokens} & stops) >= minimum
-    if len(set(text.lower().split()) & stops) >= minimum:
-        return True
-    return len({w.lower().strip(_PUNCTUATION) for w in tokens} & stops) >= minimum
+    parts = (tokens[:_FIRST_WORDS], tokens) if len(tokens) > _FIRST_WORDS else (tokens,)
+    for words in parts:
+        lowered = [w.lower() for w in words]
+        if len(stops.intersection(lowered)) >= minimum:
+            return True
+        if stripped and len(stops.intersection([w.strip(_PUNCTUATION) for w in lowered])) >= minimum:
+            return True
+    return False
 
 
 def _cjk_words(text: str) -> list[str]:
@@ -165,7 +170,7 @@ def gopher_repetition_rules(text: str, **thresholds) -> list[str]:
 
 
 def gopher_repetition_batch(
-    texts: list[str | None],
+    texts: list[str | None] | pa.Array | pa.ChunkedArray,
     *,
     dup_para_frac=0.30,
     dup_para_char_frac=0.20,
@@ -188,8 +193,13 @@ def gopher_repetition_batch(
     character once; the first occurrence of an n-gram is not a duplicate (as in datatrove).
 
     The n-gram rules run over the whole batch at once: n-grams are numbered by sorting, never built as
-    Python tuples.
+    Python tuples. `texts` may be an Arrow string column (the stage's), which saves converting the
+    strings back for the n-gram rules.
     """
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)):
+        column, texts = texts, texts.to_pylist()
+    else:
+        column = pa.array(texts, pa.large_string())
     texts = [(text or "").strip() for text in texts]
     broken: list[list[str]] = [[] for _ in texts]
     for out, text in zip(broken, texts):
@@ -211,7 +221,7 @@ def gopher_repetition_batch(
     present = [i for i, text in enumerate(texts) if text]
     if present and (top_ngram_char_fracs or dup_ngram_char_fracs):
         top, dup = _ngram_fractions(
-            [text for text in texts if text], {n for n, _ in top_ngram_char_fracs}, {n for n, _ in dup_ngram_char_fracs}
+            column.take(present), {n for n, _ in top_ngram_char_fracs}, {n for n, _ in dup_ngram_char_fracs}
         )
         for row, i in enumerate(present):
             for n, limit in top_ngram_char_fracs:
@@ -226,7 +236,7 @@ def gopher_repetition_batch(
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n+")
 
 
-def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int]):
+def _ngram_fractions(texts: pa.Array | pa.ChunkedArray, top_sizes: set[int], dup_sizes: set[int]):
     """({n: top n-gram character fraction per text}, {n: duplicated n-gram character fraction per text})
     for texts that each hold at least one word.
 
@@ -238,21 +248,23 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
     counts. Few positions survive past the first levels, so the sorts stay small. Fractions are divisions
     of exact integers, as in a per-text count.
     """
-    id_parts: list[np.ndarray] = []
-    length_parts: list[np.ndarray] = []
-    sizes: list[int] = []
-    n_words = 0
-    for text in texts:
-        words = text.split()
-        # Each spelling's id: the position of its last occurrence in the batch (any id unique to the text and
-        # the spelling would do; this one is built in C).
-        last = dict(zip(words, range(n_words, n_words + len(words))))
-        id_parts.append(np.fromiter(map(last.__getitem__, words), np.int64, len(words)))
-        length_parts.append(np.fromiter(map(len, words), np.int64, len(words)))
-        sizes.append(len(words))
-        n_words += len(words)
-    ids, lengths = np.concatenate(id_parts), np.concatenate(length_parts)
-    doc = np.repeat(np.arange(len(texts)), sizes)
+    # Words split in C, as str.split() does (Arrow's whitespace is str.isspace's, code point for code point;
+    # it leaves an empty string at each end, which is not a word). Each word's id: its spelling's index in
+    # the batch's dictionary, made unique to its text by the text's number.
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    lists = pc.utf8_split_whitespace(texts)
+    words = lists.flatten()
+    all_lengths = pc.utf8_length(words).to_numpy()
+    real = all_lengths > 0
+    lengths = all_lengths[real].astype(np.int64)
+    doc = np.repeat(np.arange(len(texts)), np.diff(lists.offsets.to_numpy()))[real]
+    spelling = pc.dictionary_encode(words).indices.to_numpy()[real].astype(np.int64)
+    _, ids, word_counts = np.unique(
+        doc * (int(spelling.max(initial=0)) + 1) + spelling, return_inverse=True, return_counts=True
+    )
+    sizes = np.bincount(doc, minlength=len(texts)).tolist()
+    n_words = len(ids)
     base = n_words  # every id is below it
     starts = np.cumsum([0] + sizes[:-1])
     total_chars = np.add.reduceat(lengths, starts).tolist()
@@ -262,7 +274,7 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
 
     positions = np.arange(n_words)  # where the current level's n-grams start (those that may repeat)
     numbers: np.ndarray = ids  # their numbers: equal numbers, equal n-grams
-    counts = np.bincount(ids, minlength=n_words)[ids]  # how often each one occurs
+    counts = word_counts[ids]  # how often each one occurs
     for n in range(1, max(top_sizes | dup_sizes, default=0) + 1):
         if n > 1:
             keep = counts >= 2
@@ -295,10 +307,13 @@ def _ngram_fractions(texts: list[str], top_sizes: set[int], dup_sizes: set[int])
             repeat[first] = False  # the first occurrence of an n-gram is not a duplicate
             repeated = positions[repeat]
             if len(repeated):
-                marks = np.cumsum(
-                    np.bincount(repeated, minlength=n_words + 1) - np.bincount(repeated + n, minlength=n_words + 1)
-                )[:n_words]
-                covered = np.add.reduceat(np.where(marks > 0, lengths, 0), starts).tolist()
+                # The words covered by the intervals [start, start + n) of the repeats: the starts are in
+                # order and the intervals all n long, so each interval adds its words past the previous
+                # one's end (which is never in another text: an interval ends within its own text).
+                ends = repeated + n
+                fresh = np.maximum(repeated, np.r_[0, ends[:-1]])
+                chars = cumulative[ends] - cumulative[fresh]
+                covered = np.bincount(doc[repeated], weights=chars, minlength=len(texts)).tolist()
                 dup[n] = [c / t for c, t in zip(covered, total_chars)]
     return top, dup
 
@@ -311,7 +326,6 @@ class _RuleStage:
 
     name: str
     rules: staticmethod  # the rule function for one text, set by each subclass
-    batch_rules: staticmethod | None = None  # the same for a list of texts, where a subclass has one
 
     def __init__(self, **kwargs):
         self.kwargs = kwargs
@@ -325,10 +339,7 @@ class _RuleStage:
         return {}, [f"{self.name}:{','.join(broken)}" if broken else None for broken in verdicts], None
 
     def _verdicts(self, alive: pa.Table) -> list[list[str]]:
-        texts = alive["text"].to_pylist()
-        if self.batch_rules is not None:
-            return self.batch_rules(texts, **self.kwargs)
-        return [self.rules(text or "", **self.kwargs) for text in texts]
+        return [self.rules(text or "", **self.kwargs) for text in alive["text"].to_pylist()]
 
 
 class GopherQuality(_RuleStage):
@@ -348,4 +359,6 @@ class GopherQuality(_RuleStage):
 class GopherRepetition(_RuleStage):
     name = "repetition"
     rules = staticmethod(gopher_repetition_rules)
-    batch_rules = staticmethod(gopher_repetition_batch)
+
+    def _verdicts(self, alive: pa.Table) -> list[list[str]]:
+        return gopher_repetition_batch(alive["text"], **self.kwargs)

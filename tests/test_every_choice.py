@@ -39,6 +39,7 @@ RUNS = {
         "extract.fast=true",
         "extract.favor=precision",
         "language.method=fasttext",
+        "language.max_chars=null",
         "classifier.kind=fasttext",
         "classifier.label=__label__en",
         f"classifier.model_path={default_lid_model_path()}",

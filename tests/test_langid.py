@@ -1,9 +1,10 @@
+import json
 import pickle
 
 import pyarrow as pa
 import pytest
 
-from helpers import CRAWL_SAMPLE, ledger_table
+from helpers import CRAWL_SAMPLE, SHARED, ledger_table
 from stages.langid import LanguageId, default_lid_model_path, fasttext_language, stopword_language
 
 ENGLISH = (
@@ -162,3 +163,52 @@ def test_stage_with_every_row_already_decided():
     out = LanguageId()(table)
     assert out["lang"].to_pylist() == [None]
     assert out["stage"].to_pylist() == ["extract"]
+
+
+GROUND_TRUTH = SHARED / "realhtml" / "ground_truth.jsonl"
+
+
+def _real_main_texts(lang: str, count: int) -> list[str]:
+    """The first `count` ground-truth main texts of at least 4,000 characters labelled `lang`."""
+    if not GROUND_TRUTH.is_file():
+        pytest.skip(f"../shared/realhtml not found ({GROUND_TRUTH}): skipped")
+    texts = []
+    for line in GROUND_TRUTH.open():
+        page = json.loads(line)
+        if page["lang"] == lang and page["main_text"] and len(page["main_text"]) >= 4000:
+            texts.append(page["main_text"])
+            if len(texts) == count:
+                break
+    return texts
+
+
+def test_max_chars_reads_only_the_prefix_of_real_pages():
+    english, polish = _real_main_texts("en", 1)[0], _real_main_texts("pl", 1)[0]
+    # An English page followed by a Polish one five times: the whole text reads as Polish, its first
+    # 4,000 characters as English.
+    text = english[:4000] + "\n" + polish * 5
+    assert LanguageId(languages=(), max_chars=None).detect(text)[0] == "pl"
+    assert (
+        LanguageId(languages=(), max_chars=4000).detect(text)[:2] == LanguageId(languages=()).detect(english[:4000])[:2]
+    )
+    assert LanguageId(languages=(), max_chars=4000).detect(text)[0] == "en"
+
+
+def test_max_chars_keeps_the_verdicts_of_real_pages():
+    english, others = _real_main_texts("en", 20), _real_main_texts("pl", 5) + _real_main_texts("el", 5)
+    pages = english + others
+    whole = LanguageId(method="fasttext", languages=("en",), max_chars=None)(ledger_table(pages))
+    prefix = LanguageId(method="fasttext", languages=("en",), max_chars=4000)(ledger_table(pages))
+    assert whole["reason"].to_pylist() == prefix["reason"].to_pylist()
+    assert whole["lang"].to_pylist() == prefix["lang"].to_pylist()
+    assert prefix["lang"].to_pylist()[len(english) :] == ["pl"] * 5 + ["el"] * 5
+    # The short-text branch still looks at the whole text's length: a 150-character text is fastText's
+    # even when only its first 50 characters are read.
+    stage = LanguageId(method="fasttext+stopwords", languages=(), short_text_chars=100, max_chars=50)
+    assert stage.detect(pages[0][:150])[2] is True
+
+
+def test_max_chars_must_be_positive():
+    with pytest.raises(ValueError, match="max_chars"):
+        LanguageId(max_chars=0)
+    assert pickle.loads(pickle.dumps(LanguageId(max_chars=1000))).max_chars == 1000

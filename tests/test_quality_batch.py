@@ -1,4 +1,5 @@
-"""The batch implementations of the Gopher rules against the plain per-text definitions they replaced.
+"""The batch implementations of the Gopher rules (and the stop-word rule's shortcut) against the plain
+per-text definitions they replaced.
 
 `reference_repetition_rules` is the straightforward per-text version (n-grams as tuples of words, a Counter
 for the top n-gram); the batch version must give the same verdicts for every text, alone or in any batch.
@@ -11,10 +12,24 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import CRAWL_SAMPLE
+import json
+
+import pyarrow as pa
+import pytest
+
+from helpers import CRAWL_SAMPLE, SHARED
 
 # Line and paragraph repeats are not batched: both sides count them with the stage's own `_duplicates`.
-from stages.quality import _duplicates, gopher_repetition_batch, gopher_repetition_rules
+from stages.quality import (
+    _PUNCTUATION,
+    GOPHER_STOP_WORDS,
+    STOP_WORDS_BY_LANGUAGE,
+    GopherRepetition,
+    _duplicates,
+    _has_stop_words,
+    gopher_repetition_batch,
+    gopher_repetition_rules,
+)
 
 
 def _ngrams(words, n):
@@ -76,7 +91,11 @@ def reference_repetition_rules(
 
 # Texts with few distinct words and separators, so that n-grams, lines and paragraphs repeat often.
 WORDS = st.sampled_from(["a", "bb", "the", "sea", "river", "Sea", "x" * 12, "é", "…", "#", "the,", "1"])
-SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\n", "\n\n", " \n \n", "\t", "\u00a0"])
+# The separators include the rarer characters str.split() takes for whitespace (the batch splits in Arrow)
+# and one it does not (zero-width space).
+SEPARATORS = st.sampled_from(
+    [" ", " ", " ", "  ", "\n", "\n\n", " \n \n", "\t", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", "\u200b"]
+)
 TEXTS = st.lists(st.tuples(WORDS, SEPARATORS), max_size=120).map(lambda parts: "".join(w + s for w, s in parts))
 # Thresholds low enough that the n-gram rules fire often, so both sides of each comparison are exercised.
 LOW = dict(
@@ -109,3 +128,51 @@ def test_ties_go_to_the_n_gram_that_occurs_first():
         for limit in (0.05, 0.1, 0.2, 0.3, 0.4):
             thresholds = dict(top_ngram_char_fracs=((2, limit), (3, limit)), dup_ngram_char_fracs=())
             assert gopher_repetition_rules(text, **thresholds) == reference_repetition_rules(text, **thresholds)
+
+
+def test_stage_on_real_pages_matches_the_per_text_definition():
+    """The stage hands the batch's Arrow column (here in two chunks) to the batch rules: real pages, some with
+    a half repeated, in batches of 64, against the per-text definition."""
+    path = SHARED / "realhtml" / "ground_truth.jsonl"
+    if not path.is_file():
+        pytest.skip(f"../shared/realhtml not found ({path}): skipped")
+    pages = [page["main_text"] for page in map(json.loads, path.open()) if page["main_text"]][:256]
+    texts = [text + "\n" + text[: len(text) // 2] if i % 3 == 0 else text for i, text in enumerate(pages)]
+    stage, rejected = GopherRepetition(), 0
+    for start in range(0, len(texts), 64):
+        part = texts[start : start + 64]
+        column = pa.chunked_array([pa.array(part[:20], pa.string()), pa.array(part[20:], pa.string())])
+        out = stage(
+            pa.table(
+                {
+                    "text": column,
+                    "stage": pa.nulls(len(part), pa.string()),
+                    "reason": pa.nulls(len(part), pa.string()),
+                    "detail": pa.nulls(len(part), pa.string()),
+                }
+            )
+        )
+        expected = [("repetition:" + ",".join(r)) if (r := reference_repetition_rules(t)) else None for t in part]
+        assert out["reason"].to_pylist() == expected
+        rejected += sum(reason is not None for reason in expected)
+    assert 50 < rejected < len(texts) - 50  # both verdicts are compared
+
+
+def reference_has_stop_words(tokens, stops, minimum, stripped):
+    """The plain definition: the stop words among every word, bare or (stripped) without its punctuation."""
+    found = {w.lower() for w in tokens} | ({w.lower().strip(_PUNCTUATION) for w in tokens} if stripped else set())
+    return len(found & stops) >= minimum
+
+
+STOP_TOKENS = st.sampled_from(["the", "The,", "(with", "AND", "of", "sea", "river", "x", "ΤΗΣ", "της.", "to"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STOP_TOKENS, max_size=500), st.integers(0, 4), st.booleans(), st.integers(0, 450))
+def test_stop_words_look_at_the_first_words_first(tokens, minimum, stripped, filler):
+    # Filler words in front, so that the stop words are often past the first words only.
+    tokens = ["sea"] * filler + tokens
+    for stops in (GOPHER_STOP_WORDS, STOP_WORDS_BY_LANGUAGE["el"]):
+        assert _has_stop_words(tokens, stops, minimum, stripped) == reference_has_stop_words(
+            tokens, stops, minimum, stripped
+        )
