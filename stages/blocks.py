@@ -2,7 +2,7 @@
 keeps or drops each of its blocks (lines).
 
 resiliparse's main-content heuristics keep nearly all of a page's main text (recall 0.96 on the realhtml
-benchmark) but also menus, link lists, bylines and teasers (precision 0.79). Asked for `minimal_html`,
+benchmark) but also menus, link lists, bylines and teasers (precision 0.81). Asked for `minimal_html`,
 resiliparse still does all its work in C++ and hands back its lines with their links and block tags
 (`<p>`, `<h1>`, `<li>`), which is enough to tell most boilerplate from text: the link density, the
 length, the punctuation, the neighbours. A two-layer network per block (a second pass sees the first
