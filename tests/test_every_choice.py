@@ -1,5 +1,5 @@
 """Every documented choice of every config key (README's config table) runs the whole belt on the bundled
-sample: four runs, each with several choices, each run's manifest checked."""
+sample: five runs, each with several choices, each run's manifest checked."""
 
 import json
 import logging
@@ -65,6 +65,9 @@ RUNS = {
         "rejects.text=none",
         "decontamination.ngram_detector=false",
         "decontamination.near_detector=true",
+    ],
+    "resiliparse-blocks": [
+        "extract.method=resiliparse-blocks",
     ],
     "trafilatura+resiliparse": [
         "extract.method=trafilatura+resiliparse",
