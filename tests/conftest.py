@@ -15,9 +15,10 @@ from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS
 from ray_cluster import free_ports
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def embedded_ray():
-    """A local Ray in this process for the module's tests, as a run without --address starts it."""
+    """A local Ray of 2 CPUs in this process, as a run without --address starts it: one for the session (each
+    start costs seconds), stopped at its end. No test may stop it: later modules' tests use it."""
     import ray
 
     from pipeline.config import RayConfig
