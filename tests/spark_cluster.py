@@ -153,7 +153,8 @@ class SparkCluster:
             self.master = self._daemon(
                 "master",
                 [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.webui_port)],
-                extra_env={"SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0"},
+                # no REST submission server: its fixed port 6066 would be taken by any other cluster of the machine
+                extra_env={"SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false"},
             )
             try:
                 self._wait(lambda: (self.master_state() or {}).get("status") == "ALIVE", timeout, "the master")
