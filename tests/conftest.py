@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS
 from ray_cluster import free_ports
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def embedded_ray():
-    """A local Ray in this process for the module's tests, as a run without --address starts it."""
+    """A local Ray of 2 CPUs in this process, as a run without --address starts it: one for the session (each
+    start costs seconds), stopped at its end. No test may stop it: later modules' tests use it."""
     import ray
 
     from pipeline.config import RayConfig
@@ -52,3 +54,18 @@ def s3_server(tmp_path_factory):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def fixture_crawl_on_ray(tmp_path_factory) -> Path:
+    """The fixture crawl run uninterrupted on an embedded Ray of 1 CPU with SPARK_SETTINGS: the bytes
+    that every Spark run of it (embedded, on a cluster, killed and resumed) must give. One run for the session."""
+    out = tmp_path_factory.mktemp("fixture-crawl-on-ray") / "out"
+    inputs = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+    sets = [arg for setting in [*SPARK_SETTINGS, "ray.num_cpus=1"] for arg in ("--set", setting)]
+    command = [sys.executable, "-m", "pipeline", "run", str(CONFIGS / "local.yaml"), "--input", *inputs]
+    result = subprocess.run(
+        [*command, "--output", str(out), *sets], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out

@@ -41,6 +41,11 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.Comple
     )
 
 
+# The settings of every Spark run of the fixture crawl and of the Ray run it is compared with (conftest's
+# fixture_crawl_on_ray). A loaded machine must not turn a slow page into extract:timeout on one engine only.
+SPARK_SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]
+
+
 # The output folders whose bytes do not depend on the engine, the machines, or a run interrupted and resumed.
 FINAL = ("docs", "rejects", "tokens")
 

@@ -116,17 +116,33 @@ class SparkCluster:
         self._start_master(timeout)
         for i in range(self.worker_count):
             self.worker_dir(i).mkdir(exist_ok=True)
-            self.workers.append(
-                self._daemon(
-                    f"worker-{i}",
-                    [WORKER_CLASS, "--host", self.worker_host(i), "--cores", str(self.cores), "--memory", self.memory]
-                    # --port 0 and --webui-port 0: ports the kernel picks as the worker binds, so none can collide
-                    + ["--port", "0", "--webui-port", "0", "--work-dir", str(self.worker_dir(i)), self.url],
-                    extra_env={"SPARK_WORKER_DIR": str(self.worker_dir(i)), "SPARK_LOCAL_IP": self.worker_host(i)},
-                )
-            )
+            self.workers.append(self._start_worker(i))
         self._wait(lambda: len(self.alive_workers()) == self.worker_count, timeout, f"{self.worker_count} workers")
         return self
+
+    def _start_worker(self, i: int) -> subprocess.Popen:
+        return self._daemon(
+            f"worker-{i}",
+            [WORKER_CLASS, "--host", self.worker_host(i), "--cores", str(self.cores), "--memory", self.memory]
+            # --port 0 and --webui-port 0: ports the kernel picks as the worker binds, so none can collide
+            + ["--port", "0", "--webui-port", "0", "--work-dir", str(self.worker_dir(i)), self.url],
+            extra_env={"SPARK_WORKER_DIR": str(self.worker_dir(i)), "SPARK_LOCAL_IP": self.worker_host(i)},
+        )
+
+    def restart_killed_workers(self, timeout: float = 120) -> None:
+        """Start again, on its address and folder, each worker kill_worker() ended (a machine replaced), and wait
+        until every worker is ALIVE: the next job finds the cluster as start() left it."""
+        killed = [i for i, worker in enumerate(self.workers) if worker.poll() is not None]
+        hosts = {self.worker_host(i) for i in killed}
+        alive = [p for p in (self.master, *self.workers) if p is not None and p.poll() is None]
+
+        def dropped() -> bool:  # by the master: until then a killed worker counts as one of the workers ALIVE
+            return not [w for w in self.alive_workers() if w["host"] in hosts]
+
+        self._wait(dropped, timeout, "the master to drop the killed workers", alive)
+        for i in killed:
+            self.workers[i] = self._start_worker(i)
+        self._wait(lambda: len(self.alive_workers()) == self.worker_count, timeout, f"{self.worker_count} workers")
 
     def _start_master(self, timeout: float) -> None:
         """The master needs known ports (the workers and drivers are told them). Ports free a moment ago can be
@@ -137,7 +153,8 @@ class SparkCluster:
             self.master = self._daemon(
                 "master",
                 [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.webui_port)],
-                extra_env={"SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0"},
+                # no REST submission server: its fixed port 6066 would be taken by any other cluster of the machine
+                extra_env={"SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false"},
             )
             try:
                 self._wait(lambda: (self.master_state() or {}).get("status") == "ALIVE", timeout, "the master")
@@ -177,10 +194,11 @@ class SparkCluster:
         state = self.master_state() or {}
         return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
 
-    def _wait(self, ready, timeout: float, what: str) -> None:
+    def _wait(self, ready, timeout: float, what: str, processes: list | None = None) -> None:
+        """Until READY(); a daemon of PROCESSES (the master and the workers unless said) that exits is an error."""
         deadline = time.monotonic() + timeout
         while not ready():
-            for process in (self.master, *self.workers):
+            for process in (self.master, *self.workers) if processes is None else processes:
                 if process is not None and process.poll() is not None:
                     raise RuntimeError(
                         f"a Spark daemon exited ({process.returncode}) while waiting for {what}:\n" + self.log_tails()

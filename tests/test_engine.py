@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module", params=["ray", pytest.param("spark", marks=needs_spark)])
 def started(request):
-    """Each engine embedded in this process in turn, as a run without a cluster starts it."""
+    """Each engine embedded in this process in turn, as a run without a cluster starts it: Ray is the session's
+    (conftest.py), which stays up for the tests after these."""
+    if request.param == "ray":
+        request.getfixturevalue("embedded_ray")
     engine.start(Config(engine=request.param, ray=RayConfig(num_cpus=2), spark=SparkConfig(master="local[2]")))
     # The workers cannot import this test module: its functions travel by value.
     if request.param == "ray":
@@ -34,7 +37,8 @@ def started(request):
 
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield request.param
-    engine.stop()
+    if request.param == "spark":
+        engine.stop()
     engine.use("ray")
 
 

@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import CONFIGS, FIXTURES, ROOT, SHARED, assert_same_output, cli, needs_spark
+from helpers import CONFIGS, FIXTURES, ROOT, SHARED, SPARK_SETTINGS, assert_same_output, cli, needs_spark
 
-# A loaded machine must not turn a slow page into extract:timeout on one engine only.
-SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]
+SETTINGS = SPARK_SETTINGS
 
 
 def command(config: Path, out: Path, settings: list[str]) -> list[str]:
@@ -59,7 +58,7 @@ def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path):
 
 
 @needs_spark
-def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path):
+def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path, fixture_crawl_on_ray):
     """The fixture crawl on Spark, its driver killed (with its JVM) once the filter pass has finished a file;
     the rerun reuses that file and gives the bytes of an uninterrupted Ray run."""
     config = CONFIGS / "local.yaml"
@@ -81,16 +80,7 @@ def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     resumed = [line for line in result.stderr.splitlines() if "resume:" in line]
     assert resumed and f"of {len(inputs)} files already through the filter pass" in resumed[0], result.stderr[-3000:]
-
-    reference = tmp_path / "ray"
-    subprocess.run(
-        command(config, reference, [*SETTINGS, "ray.num_cpus=1"]) + ["--input", *inputs],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        timeout=900,
-    )
-    assert_same_output(reference, out)
+    assert_same_output(fixture_crawl_on_ray, out)  # conftest.py: the same crawl uninterrupted on Ray
 
 
 def test_engine_spark_without_java_is_one_line(tmp_path):

@@ -2,20 +2,18 @@
 it completes when a worker is killed while it runs one of its tasks, the task run again on the other worker.
 Then crawlbelt's own job, scripts/spark_run.py on the fixture crawl: on two workers (both run its tasks), and
 with worker 1 killed during the filter pass or during the dedup shuffle, it gives the bytes of an uninterrupted
-local run."""
+local run. The tests share one cluster; a worker killed by one is started again before the next."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import CONFIGS, FIXTURES, ROOT, assert_complete, assert_same_output, needs_spark
+from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_complete, assert_same_output, needs_spark
 from spark_cluster import SparkCluster, processes_in
 
 pytestmark = [needs_spark, pytest.mark.cluster, pytest.mark.slow]
@@ -94,38 +92,56 @@ def worker_of(cluster: SparkCluster, cwd: str) -> int:
     return i
 
 
-def test_a_job_completes_when_a_worker_is_killed_under_it(tmp_path):
-    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
-        driver, markers, gate = start_job(cluster, tmp_path, gate_open=False)
-        # the tasks wait at the gate: kill worker 1 while one of its tasks is certainly running
-        deadline = time.monotonic() + 180
-        killed = []
-        while not killed:
-            assert driver.poll() is None, "the job ended before a task started on worker 1:\n" + cluster.log_tails()
-            assert time.monotonic() < deadline, "no task started on worker 1 in 180 s:\n" + cluster.log_tails()
-            started = [json.loads(p.read_text()) for p in markers.glob("*.started")]
-            killed = [task for task in started if worker_of(cluster, task["cwd"]) == 1]
-            time.sleep(0.1)
-        cluster.kill_worker(1)
-        gate.touch()
-        output = job_output(cluster, cluster.wait(driver, timeout=300))
-        # the killed task never finished there: its partition was run again, and finished, on worker 0
-        (task,) = killed
-        name = f"p{task['partition']}.a{task['attempt']}"
-        assert not (markers / f"{name}.done").exists()
-        (rerun,) = [r for r in output["results"] if r["partition"] == task["partition"]]
-        assert rerun["attempt"] > task["attempt"] and worker_of(cluster, rerun["cwd"]) == 0, (task, rerun)
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory):
+    """One cluster for the module's jobs (its JVMs' start is the fixed cost of each test otherwise). stop()
+    must end every process of it: daemons, drivers, executors and their Python workers."""
+    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
     assert processes_in(cluster.folder) == []
+
+
+@pytest.fixture
+def cluster(shared_cluster):
+    """The module's cluster with both workers ALIVE: a worker an earlier test killed is started again."""
+    shared_cluster.restart_killed_workers()
+    return shared_cluster
+
+
+def executor_folders(cluster: SparkCluster) -> set[Path]:
+    """The working folders (SPARK_WORKER_DIR/APP/N) of the executors of every job the cluster has run."""
+    return {p for i in range(cluster.worker_count) for p in cluster.worker_dir(i).glob("app-*/*")}
+
+
+def test_a_job_completes_when_a_worker_is_killed_under_it(tmp_path, cluster):
+    driver, markers, gate = start_job(cluster, tmp_path, gate_open=False)
+    # the tasks wait at the gate: kill worker 1 while one of its tasks is certainly running
+    deadline = time.monotonic() + 180
+    killed = []
+    while not killed:
+        assert driver.poll() is None, "the job ended before a task started on worker 1:\n" + cluster.log_tails()
+        assert time.monotonic() < deadline, "no task started on worker 1 in 180 s:\n" + cluster.log_tails()
+        started = [json.loads(p.read_text()) for p in markers.glob("*.started")]
+        killed = [task for task in started if worker_of(cluster, task["cwd"]) == 1]
+        time.sleep(0.1)
+    cluster.kill_worker(1)
+    gate.touch()
+    output = job_output(cluster, cluster.wait(driver, timeout=300))
+    # the killed task never finished there: its partition was run again, and finished, on worker 0
+    (task,) = killed
+    name = f"p{task['partition']}.a{task['attempt']}"
+    assert not (markers / f"{name}.done").exists()
+    (rerun,) = [r for r in output["results"] if r["partition"] == task["partition"]]
+    assert rerun["attempt"] > task["attempt"] and worker_of(cluster, rerun["cwd"]) == 0, (task, rerun)
 
 
 # -- crawlbelt's job
 
 CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
-# timeout: a loaded machine must not turn a slow page into extract:timeout in one run only. batch_size 4: a
-# filter task keeps its input file open while it filters the file's first batches, long enough to be seen
-# reading it (the output bytes do not depend on the batch size).
-SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64", "read.batch_size=4"]
-SETS = [arg for setting in SETTINGS for arg in ("--set", setting)]
+# SPARK_SETTINGS, as in the Ray run compared with (conftest's fixture_crawl_on_ray), and batch_size 4: a filter
+# task keeps its input file open while it filters the file's first batches, long enough to be seen reading it
+# (the output bytes do not depend on the batch size).
+SETS = [arg for setting in [*SPARK_SETTINGS, "read.batch_size=4"] for arg in ("--set", setting)]
 
 
 def crawl_job(out: Path) -> list[str]:
@@ -135,30 +151,18 @@ def crawl_job(out: Path) -> list[str]:
     return [str(script), "run", str(CONFIGS / "local.yaml"), "--input", *CRAWL, "--output", str(out), *SETS]
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    """The fixture crawl run uninterrupted on an embedded Ray of 2 CPUs: the bytes every cluster run must give."""
-    out = tmp_path_factory.mktemp("reference") / "out"
-    command = [sys.executable, "-m", "pipeline", "run", str(CONFIGS / "local.yaml"), "--input", *CRAWL]
-    command += ["--output", str(out), *SETS, "--set", "ray.num_cpus=2"]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
-
-
-def test_the_crawl_submitted_to_two_workers_gives_the_local_bytes(tmp_path, reference):
+def test_the_crawl_submitted_to_two_workers_gives_the_local_bytes(tmp_path, fixture_crawl_on_ray, cluster):
     out = tmp_path / "out"
-    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
-        result = cluster.submit(crawl_job(out), timeout=600)
-        assert result.returncode == 0, cluster.log_tails()
-        # crawlbelt's lines: on spark-submit's stdout, where Spark's PythonRunner sends the Python driver's stderr
-        assert f"crawlbelt: spark: submitted to {cluster.url}, 2 cores" in result.stdout
-        for i in range(2):  # each worker's executor ran tasks of the job (its log, at Spark's default INFO)
-            logs = "".join(p.read_text() for p in cluster.worker_dir(i).glob("app-*/*/stderr"))
-            assert "Running task" in logs, f"worker {i} ran no task:\n" + cluster.log_tails()
-    # stop() ended every process of the cluster: daemons, driver, executors and their Python workers
-    assert processes_in(cluster.folder) == []
-    assert_same_output(reference, out)
+    earlier = executor_folders(cluster)
+    result = cluster.submit(crawl_job(out), timeout=600)
+    assert result.returncode == 0, cluster.log_tails()
+    # crawlbelt's lines: on spark-submit's stdout, where Spark's PythonRunner sends the Python driver's stderr
+    assert f"crawlbelt: spark: submitted to {cluster.url}, 2 cores" in result.stdout
+    executors = executor_folders(cluster) - earlier  # this job's
+    for i in range(2):  # each worker's executor ran tasks of the job (its log, at Spark's default INFO)
+        logs = "".join((p / "stderr").read_text() for p in executors if p.is_relative_to(cluster.worker_dir(i)))
+        assert "Running task" in logs, f"worker {i} ran no task:\n" + cluster.log_tails()
+    assert_same_output(fixture_crawl_on_ray, out)
     assert_complete(out)
 
 
@@ -181,26 +185,27 @@ def at_moment(moment: str, cluster: SparkCluster, out: Path) -> bool:
 
 
 @pytest.mark.parametrize("moment", ["filter", "dedup"])
-def test_the_crawl_gives_the_same_bytes_when_a_worker_is_killed_mid_job(tmp_path, reference, moment):
+def test_the_crawl_gives_the_same_bytes_when_a_worker_is_killed_mid_job(
+    tmp_path, fixture_crawl_on_ray, cluster, moment
+):
     """Worker 1 killed while one of its filter tasks reads an input file (the task must run again on worker 0),
     or once the near-dedup shuffle's first reducer has written its part of _work/candidates (the map outputs
     worker 1 holds are lost to the reducers still to fetch them, and must be computed again). The job completes,
     or fails in one line and the same command on the worker left completes; either way with the reference bytes."""
     out = tmp_path / "out"
-    with SparkCluster(workers=2, cores=1, memory="1g", folder=tmp_path / "cluster") as cluster:
-        driver = cluster.submit(crawl_job(out), wait=False)
-        deadline = time.monotonic() + 300
-        while not at_moment(moment, cluster, out):
-            assert driver.poll() is None, f"the job ended before the {moment} moment:\n" + cluster.log_tails()
-            assert time.monotonic() < deadline, f"no {moment} moment in 300 s:\n" + cluster.log_tails()
-            time.sleep(0.1)
-        cluster.kill_worker(1, timeout=0)  # its executor's Python workers too, at once: the machine is gone
-        result = cluster.wait(driver, timeout=600)
-        if result.returncode != 0:
-            last = result.stdout.strip().splitlines()[-1]  # crawlbelt's stderr, through spark-submit's stdout
-            assert last.startswith(("crawlbelt: error:", "stage error:", "output error:")), result.stdout[-3000:]
-            # cores.max 1: the job starts on the one worker left instead of waiting for a second
-            result = cluster.submit(crawl_job(out), conf={"spark.cores.max": "1"}, timeout=600)
-        assert result.returncode == 0, cluster.log_tails()
-    assert_same_output(reference, out)
+    driver = cluster.submit(crawl_job(out), wait=False)
+    deadline = time.monotonic() + 300
+    while not at_moment(moment, cluster, out):
+        assert driver.poll() is None, f"the job ended before the {moment} moment:\n" + cluster.log_tails()
+        assert time.monotonic() < deadline, f"no {moment} moment in 300 s:\n" + cluster.log_tails()
+        time.sleep(0.1)
+    cluster.kill_worker(1, timeout=0)  # its executor's Python workers too, at once: the machine is gone
+    result = cluster.wait(driver, timeout=600)
+    if result.returncode != 0:
+        last = result.stdout.strip().splitlines()[-1]  # crawlbelt's stderr, through spark-submit's stdout
+        assert last.startswith(("crawlbelt: error:", "stage error:", "output error:")), result.stdout[-3000:]
+        # cores.max 1: the job starts on the one worker left instead of waiting for a second
+        result = cluster.submit(crawl_job(out), conf={"spark.cores.max": "1"}, timeout=600)
+    assert result.returncode == 0, cluster.log_tails()
+    assert_same_output(fixture_crawl_on_ray, out)
     assert_complete(out)
