@@ -15,10 +15,9 @@ from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS
 from ray_cluster import free_ports
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def embedded_ray():
-    """A local Ray of 2 CPUs in this process, as a run without --address starts it: one for the session (each
-    start costs seconds), stopped at its end. No test may stop it: later modules' tests use it."""
+    """A local Ray in this process for the module's tests, as a run without --address starts it."""
     import ray
 
     from pipeline.config import RayConfig

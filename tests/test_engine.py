@@ -22,10 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module", params=["ray", pytest.param("spark", marks=needs_spark)])
 def started(request):
-    """Each engine embedded in this process in turn, as a run without a cluster starts it: Ray is the session's
-    (conftest.py), which stays up for the tests after these."""
-    if request.param == "ray":
-        request.getfixturevalue("embedded_ray")
+    """Each engine embedded in this process in turn, as a run without a cluster starts it."""
     engine.start(Config(engine=request.param, ray=RayConfig(num_cpus=2), spark=SparkConfig(master="local[2]")))
     # The workers cannot import this test module: its functions travel by value.
     if request.param == "ray":
@@ -37,8 +34,7 @@ def started(request):
 
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield request.param
-    if request.param == "spark":
-        engine.stop()
+    engine.stop()
     engine.use("ray")
 
 

@@ -10,18 +10,24 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import ray
 
 from pipeline import belt, report
-from pipeline.config import load_config
+from pipeline.config import RayConfig, load_config
+from pipeline.engine_ray import start_ray
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "<script>alert(1)</script>"
 
 
 @pytest.fixture(scope="module")
-def sample_run(embedded_ray, tmp_path_factory):
-    out = tmp_path_factory.mktemp("report") / "sample"
-    manifest = belt.run(load_config(str(ROOT / "configs" / "crawl_sample.yaml"), output=str(out)))
+def sample_run(tmp_path_factory):
+    start_ray(RayConfig(num_cpus=2))
+    try:
+        out = tmp_path_factory.mktemp("report") / "sample"
+        manifest = belt.run(load_config(str(ROOT / "configs" / "crawl_sample.yaml"), output=str(out)))
+    finally:
+        ray.shutdown()
     return manifest, out
 
 
