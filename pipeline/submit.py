@@ -83,31 +83,7 @@ def submit_command(args) -> int:
     command += ["--", *entrypoint]
     print(f"submit: job {submission_id}: {' '.join(entrypoint)}", flush=True)
     # `ray job submit` prints the job id and next steps; with --wait it streams the logs and exits 1 on failure.
-    return submit_when_agent_is_up(command)
-
-
-AGENT_NOT_UP = "No available agent to submit job"
-AGENT_WAIT_S = 120
-
-
-def submit_when_agent_is_up(command: list[str]) -> int:
-    """Run `ray job submit`, its stderr passed through, and run it again while the head's job agent is not up.
-
-    A head that was just started answers on its dashboard port before its job agent has registered. For
-    10 s Ray holds the submission, then refuses it with a 500. No job was made, so the same submission id
-    is used again."""
-    deadline = time.monotonic() + AGENT_WAIT_S
-    while True:
-        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-        agent_not_up = False
-        for line in process.stderr or ():
-            sys.stderr.write(line)
-            agent_not_up = agent_not_up or AGENT_NOT_UP in line
-        status = process.wait()
-        if status == 0 or not agent_not_up or time.monotonic() > deadline:
-            return status
-        print("submit: the head's job agent is not up yet; submitting again in 5 s", file=sys.stderr, flush=True)
-        time.sleep(5)
+    return subprocess.call(command)
 
 
 def reachable(address: str) -> bool:
