@@ -155,71 +155,86 @@ def _digit_string(rng: random.Random, n: int, first: str = "0123456789") -> str:
     return rng.choice(first) + "".join(rng.choice("0123456789") for _ in range(n - 1))
 
 
+# Builders: each returns a function of the random generator that writes one piece of text.
+
+
+def digits(n: int, first: str = "123456789"):
+    """n random digits, the first one from `first`."""
+    return lambda rng: _digit_string(rng, n, first)
+
+
+def between(low: int, high: int):
+    """A random whole number from low to high (both included)."""
+    return lambda rng: str(rng.randint(low, high))
+
+
+def fmt(template: str, **parts):
+    """`template` with each `{key}` filled by its builder (drawn in the order the keywords are given)."""
+    return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
+
+
+def one_of(*builders):
+    """One of the builders, chosen at random, then run."""
+    return lambda rng: rng.choice(builders)(rng)
+
+
 def _phone_formats() -> dict:
-    """{format name: a function of the random generator that writes a number in it}; d(n) draws n digits,
-    the first one from `first`."""
-
-    def d(n, first="123456789"):
-        return lambda rng: _digit_string(rng, n, first)
-
-    area = d(3, "23456789")
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
+    """{format name: a function of the random generator that writes a number in it}."""
+    area = digits(3, "23456789")
 
     return {
-        "us-intl-paren": fmt("+1 ({a}) {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-intl-dash": fmt("+1-{a}-{b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-intl-dot": fmt("+1.{a}.{b}.{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "uk-intl": fmt("+44 20 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "uk-intl-trunk": fmt("+44 (0)20 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "uk-intl-mobile": fmt("+44 7700 {a}", a=d(6, "0123456789")),
-        "de-intl": fmt("+49 30 {a}", a=d(8)),
-        "de-intl-trunk": fmt("+49 (0)89 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "de-intl-dash": fmt("+49-221-{a}", a=d(7)),
-        "fr-intl": fmt("+33 1 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
-        "fr-intl-trunk": fmt("+33 (0)6 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
-        "jp-intl": fmt("+81 3-{a}-{b}", a=d(4), b=d(4, "0123456789")),
-        "in-intl": fmt("+91 {a} {b}", a=d(5, "6789"), b=d(5, "0123456789")),
-        "cn-intl": fmt("+86 138 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "cn-intl-plain": fmt("+86138{a}", a=d(8, "0123456789")),
-        "au-intl": fmt("+61 2 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "pl-intl": fmt("+48 22 {a} {b} {c}", a=d(3), b=d(2), c=d(2)),
-        "ru-intl": fmt("+7 495 {a}-{b}-{c}", a=d(3), b=d(2), c=d(2)),
-        "ru-intl-paren": fmt("+7 (495) {a}-{b}-{c}", a=d(3), b=d(2), c=d(2)),
-        "es-intl": fmt("+34 912 {a} {b}", a=d(3), b=d(3)),
-        "it-intl": fmt("+39 06 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "br-intl": fmt("+55 11 9{a}-{b}", a=d(4), b=d(4, "0123456789")),
-        "us-paren": fmt("({a}) {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-paren-tight": fmt("({a}){b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-dash": fmt("{a}-{b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-dot": fmt("{a}.{b}.{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-space": fmt("{a} {b} {c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-1-800": fmt("1-800-{b}-{c}", b=d(3), c=d(4, "0123456789")),
-        "uk-london": fmt("020 {a} {b}", a=d(4, "378"), b=d(4, "0123456789")),
-        "uk-paren": fmt("(020) {a} {b}", a=d(4, "378"), b=d(4, "0123456789")),
-        "uk-city": fmt("0161 {a} {b}", a=d(3), b=d(4, "0123456789")),
-        "uk-mobile": fmt("07700 {a}", a=d(6, "0123456789")),
-        "de-berlin": fmt("030 {a}", a=d(8)),
-        "de-dash": fmt("030-{a}", a=d(7)),
-        "de-slash": fmt("089 / {a} {b} {c}", a=d(3), b=d(3, "0123456789"), c=d(2, "0123456789")),
-        "de-paren": fmt("(089) {a}", a=d(7)),
-        "de-mobile": fmt("0171 {a}", a=d(7)),
-        "uk-dash": fmt("020-{a}-{b}", a=d(4, "378"), b=d(4, "0123456789")),
-        "nl-mobile": fmt("06-{a}", a=d(8)),
-        "it-rome": fmt("06 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "ch-zurich": fmt("044 {a} {b} {c}", a=d(3), b=d(2, "0123456789"), c=d(2, "0123456789")),
-        "fr-space": fmt("01 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
-        "fr-dot": fmt("06.{a}.{b}.{c}.{e}", a=d(2), b=d(2), c=d(2), e=d(2)),
+        "us-intl-paren": fmt("+1 ({a}) {b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-intl-dash": fmt("+1-{a}-{b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-intl-dot": fmt("+1.{a}.{b}.{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "uk-intl": fmt("+44 20 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "uk-intl-trunk": fmt("+44 (0)20 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "uk-intl-mobile": fmt("+44 7700 {a}", a=digits(6, "0123456789")),
+        "de-intl": fmt("+49 30 {a}", a=digits(8)),
+        "de-intl-trunk": fmt("+49 (0)89 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "de-intl-dash": fmt("+49-221-{a}", a=digits(7)),
+        "fr-intl": fmt("+33 1 {a} {b} {c} {e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
+        "fr-intl-trunk": fmt("+33 (0)6 {a} {b} {c} {e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
+        "jp-intl": fmt("+81 3-{a}-{b}", a=digits(4), b=digits(4, "0123456789")),
+        "in-intl": fmt("+91 {a} {b}", a=digits(5, "6789"), b=digits(5, "0123456789")),
+        "cn-intl": fmt("+86 138 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "cn-intl-plain": fmt("+86138{a}", a=digits(8, "0123456789")),
+        "au-intl": fmt("+61 2 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "pl-intl": fmt("+48 22 {a} {b} {c}", a=digits(3), b=digits(2), c=digits(2)),
+        "ru-intl": fmt("+7 495 {a}-{b}-{c}", a=digits(3), b=digits(2), c=digits(2)),
+        "ru-intl-paren": fmt("+7 (495) {a}-{b}-{c}", a=digits(3), b=digits(2), c=digits(2)),
+        "es-intl": fmt("+34 912 {a} {b}", a=digits(3), b=digits(3)),
+        "it-intl": fmt("+39 06 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "br-intl": fmt("+55 11 9{a}-{b}", a=digits(4), b=digits(4, "0123456789")),
+        "us-paren": fmt("({a}) {b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-paren-tight": fmt("({a}){b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-dash": fmt("{a}-{b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-dot": fmt("{a}.{b}.{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-space": fmt("{a} {b} {c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-1-800": fmt("1-800-{b}-{c}", b=digits(3), c=digits(4, "0123456789")),
+        "uk-london": fmt("020 {a} {b}", a=digits(4, "378"), b=digits(4, "0123456789")),
+        "uk-paren": fmt("(020) {a} {b}", a=digits(4, "378"), b=digits(4, "0123456789")),
+        "uk-city": fmt("0161 {a} {b}", a=digits(3), b=digits(4, "0123456789")),
+        "uk-mobile": fmt("07700 {a}", a=digits(6, "0123456789")),
+        "de-berlin": fmt("030 {a}", a=digits(8)),
+        "de-dash": fmt("030-{a}", a=digits(7)),
+        "de-slash": fmt("089 / {a} {b} {c}", a=digits(3), b=digits(3, "0123456789"), c=digits(2, "0123456789")),
+        "de-paren": fmt("(089) {a}", a=digits(7)),
+        "de-mobile": fmt("0171 {a}", a=digits(7)),
+        "uk-dash": fmt("020-{a}-{b}", a=digits(4, "378"), b=digits(4, "0123456789")),
+        "nl-mobile": fmt("06-{a}", a=digits(8)),
+        "it-rome": fmt("06 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "ch-zurich": fmt("044 {a} {b} {c}", a=digits(3), b=digits(2, "0123456789"), c=digits(2, "0123456789")),
+        "fr-space": fmt("01 {a} {b} {c} {e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
+        "fr-dot": fmt("06.{a}.{b}.{c}.{e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
         # written after the stage's rules were tuned on this set, and not tuned on (held out)
-        "held-out-us-intl-mixed": fmt("+1 {a} {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "held-out-uk-intl-city": fmt("+44 161 {a} {b}", a=d(3), b=d(4, "0123456789")),
-        "held-out-de-intl-paren": fmt("+49 (30) {a}", a=d(7)),
-        "held-out-ie-intl": fmt("+353 1 {a} {b}", a=d(3), b=d(4, "0123456789")),
-        "held-out-00-prefix": fmt("0044 20 {a} {b}", a=d(4), b=d(4, "0123456789")),
+        "held-out-us-intl-mixed": fmt("+1 {a} {b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "held-out-uk-intl-city": fmt("+44 161 {a} {b}", a=digits(3), b=digits(4, "0123456789")),
+        "held-out-de-intl-paren": fmt("+49 (30) {a}", a=digits(7)),
+        "held-out-ie-intl": fmt("+353 1 {a} {b}", a=digits(3), b=digits(4, "0123456789")),
+        "held-out-00-prefix": fmt("0044 20 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
         # national formats without a trunk 0: not what the stage is built for
-        "es-national": fmt("912 {a} {b}", a=d(3), b=d(3)),
-        "pl-national": fmt("22 {a} {b} {c}", a=d(3), b=d(2), c=d(2)),
+        "es-national": fmt("912 {a} {b}", a=digits(3), b=digits(3)),
+        "pl-national": fmt("22 {a} {b} {c}", a=digits(3), b=digits(2), c=digits(2)),
     }
 
 
@@ -334,28 +349,22 @@ def held_out_email(rng: random.Random) -> tuple[str, str]:
 
 
 def _held_out_phone_formats() -> dict:
-    def d(n, first="123456789"):
-        return lambda rng: _digit_string(rng, n, first)
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
     any_first = "0123456789"
     return {
-        "be-intl": fmt("+32 2 {a} {b} {c}", a=d(3), b=d(2, any_first), c=d(2, any_first)),
-        "se-intl": fmt("+46 8 {a} {b} {c}", a=d(3), b=d(3, any_first), c=d(2, any_first)),
-        "us-intl-dots": fmt("+1 {a}.{b}.{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
-        "us-intl-spaces": fmt("+1 {a} {b} {c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
-        "sg-intl": fmt("+65 {a} {b}", a=d(4, "689"), b=d(4, any_first)),
-        "za-intl": fmt("+27 21 {a} {b}", a=d(3), b=d(4, any_first)),
-        "mx-intl": fmt("+52 55 {a} {b}", a=d(4), b=d(4, any_first)),
-        "tr-intl": fmt("+90 212 {a} {b} {c}", a=d(3), b=d(2, any_first), c=d(2, any_first)),
-        "nl-intl-trunk": fmt("+31 (0)20 {a} {b}", a=d(3), b=d(4, any_first)),
-        "at-intl": fmt("+43 1 {a}", a=d(7)),
-        "us-1-paren": fmt("1 ({a}) {b}-{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
-        "uk-city-0113": fmt("0113 {a} {b}", a=d(3), b=d(4, any_first)),
-        "de-hamburg": fmt("040 {a} {b}", a=d(4), b=d(4, any_first)),
-        "fr-dash": fmt("04-{a}-{b}-{c}-{e}", a=d(2), b=d(2), c=d(2), e=d(2)),
+        "be-intl": fmt("+32 2 {a} {b} {c}", a=digits(3), b=digits(2, any_first), c=digits(2, any_first)),
+        "se-intl": fmt("+46 8 {a} {b} {c}", a=digits(3), b=digits(3, any_first), c=digits(2, any_first)),
+        "us-intl-dots": fmt("+1 {a}.{b}.{c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
+        "us-intl-spaces": fmt("+1 {a} {b} {c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
+        "sg-intl": fmt("+65 {a} {b}", a=digits(4, "689"), b=digits(4, any_first)),
+        "za-intl": fmt("+27 21 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "mx-intl": fmt("+52 55 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "tr-intl": fmt("+90 212 {a} {b} {c}", a=digits(3), b=digits(2, any_first), c=digits(2, any_first)),
+        "nl-intl-trunk": fmt("+31 (0)20 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "at-intl": fmt("+43 1 {a}", a=digits(7)),
+        "us-1-paren": fmt("1 ({a}) {b}-{c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
+        "uk-city-0113": fmt("0113 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "de-hamburg": fmt("040 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "fr-dash": fmt("04-{a}-{b}-{c}-{e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
     }
 
 
@@ -379,15 +388,6 @@ HELD_OUT_CONTEXTS = {
 def _held_out_lookalikes() -> dict:
     """{what: a function of the random generator that writes one}."""
 
-    def n(low, high):
-        return lambda rng: str(rng.randint(low, high))
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
-    def one_of(*builders):
-        return lambda rng: rng.choice(builders)(rng)
-
     products = ["openssl", "Tomcat", "ESXi", "FortiOS", "JunOS", "libvirt", "Firefox ESR"]
     suffixes = ["", "-1ubuntu1", "-beta", "_amd64", "+dfsg", "-rc2", ".el8", "~bpo11"]
 
@@ -402,55 +402,68 @@ def _held_out_lookalikes() -> dict:
 
     return {
         "version-product": fmt(
-            "{p} {a}.{b}.{c}.{e}{s}", p=product, a=n(1, 30), b=n(0, 30), c=n(0, 200), e=n(16, 255), s=suffix
+            "{p} {a}.{b}.{c}.{e}{s}",
+            p=product,
+            a=between(1, 30),
+            b=between(0, 30),
+            c=between(0, 200),
+            e=between(16, 255),
+            s=suffix,
         ),
-        "version-package-file": fmt("pkg_{a}.{b}.{c}.{e}_all.deb", a=n(1, 9), b=n(0, 40), c=n(0, 99), e=n(16, 255)),
+        "version-package-file": fmt(
+            "pkg_{a}.{b}.{c}.{e}_all.deb", a=between(1, 9), b=between(0, 40), c=between(0, 99), e=between(16, 255)
+        ),
         "oid": one_of(
-            fmt("OID 1.3.6.1.4.1.{a}", a=n(2, 60000)),
-            fmt("snmpget .1.3.6.1.2.1.2.2.1.{a}.{b}", a=n(1, 22), b=n(1, 48)),
+            fmt("OID 1.3.6.1.4.1.{a}", a=between(2, 60000)),
+            fmt("snmpget .1.3.6.1.2.1.2.2.1.{a}.{b}", a=between(1, 22), b=between(1, 48)),
             lambda rng: "iso.3.6.1.2.1.1.3.0",
             lambda rng: "2.5.4.3",
         ),
         "date-dotted": one_of(
-            fmt("{d}.{m}.{y}", d=n(1, 28), m=n(1, 12), y=n(1990, 2030)),
-            fmt("am {d}.{m}. um {h}.{mi} Uhr", d=n(1, 28), m=n(1, 12), h=n(10, 23), mi=n(10, 59)),
-            fmt("{d}.{m}.{y}.", d=n(1, 28), m=n(1, 12), y=n(10, 99)),
+            fmt("{d}.{m}.{y}", d=between(1, 28), m=between(1, 12), y=between(1990, 2030)),
+            fmt(
+                "am {d}.{m}. um {h}.{mi} Uhr", d=between(1, 28), m=between(1, 12), h=between(10, 23), mi=between(10, 59)
+            ),
+            fmt("{d}.{m}.{y}.", d=between(1, 28), m=between(1, 12), y=between(10, 99)),
         ),
         "section-number": one_of(
-            fmt("Article {a}.{b}.{c}.{e}", a=n(1, 40), b=n(1, 30), c=n(1, 20), e=n(1, 30)),
-            fmt("control A.{a}.{b}.{c}", a=n(5, 18), b=n(1, 7), c=n(1, 9)),
-            fmt("paragraph {a}.{b}.{c}.{e}", a=n(16, 99), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
+            fmt("Article {a}.{b}.{c}.{e}", a=between(1, 40), b=between(1, 30), c=between(1, 20), e=between(1, 30)),
+            fmt("control A.{a}.{b}.{c}", a=between(5, 18), b=between(1, 7), c=between(1, 9)),
+            fmt("paragraph {a}.{b}.{c}.{e}", a=between(16, 99), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
         ),
         "build-number": one_of(
-            fmt("Build {a}.{b}.{c}.{e}", a=n(10, 200), b=n(0, 99), c=n(0, 255), e=n(0, 255)),
-            fmt("build {a}", a=n(10000, 99999)),
-            fmt("10.0.{a}.{b}", a=n(10000, 22999), b=n(1, 4000)),
+            fmt("Build {a}.{b}.{c}.{e}", a=between(10, 200), b=between(0, 99), c=between(0, 255), e=between(0, 255)),
+            fmt("build {a}", a=between(10000, 99999)),
+            fmt("10.0.{a}.{b}", a=between(10000, 22999), b=between(1, 4000)),
         ),
         "sports-score": one_of(
-            fmt("won {a}-{b}", a=n(60, 130), b=n(60, 130)),
+            fmt("won {a}-{b}", a=between(60, 130), b=between(60, 130)),
             lambda rng: "6-4, 3-6, 7-6 (7-4)",
-            fmt("{a}:{b} ({c}:{e})", a=n(0, 5), b=n(0, 5), c=n(0, 3), e=n(0, 3)),
+            fmt("{a}:{b} ({c}:{e})", a=between(0, 5), b=between(0, 5), c=between(0, 3), e=between(0, 3)),
         ),
         "coordinates": one_of(
-            coordinates, fmt("N 52° {a}.{b}' E 13° {c}.{e}'", a=n(10, 59), b=n(1, 9), c=n(10, 59), e=n(1, 9))
+            coordinates,
+            fmt(
+                "N 52° {a}.{b}' E 13° {c}.{e}'", a=between(10, 59), b=between(1, 9), c=between(10, 59), e=between(1, 9)
+            ),
         ),
         "serial-number": one_of(
-            fmt("Kd.-Nr. 0{a} {b} {c}", a=n(100, 999), b=n(100, 999), c=n(100, 999)),
-            fmt("Aktenzeichen 0{a}-{b}-{c}", a=n(1, 9), b=n(2000, 2024), c=n(10000, 99999)),
-            fmt("VAT GB {a} {b} {c}", a=n(100, 999), b=n(1000, 9999), c=n(10, 99)),
-            fmt("Steuernummer 0{a}/{b}/{c}", a=n(10, 99), b=n(100, 999), c=n(10000, 99999)),
-            fmt("booking ref 0{a} {b} {c}", a=n(100, 999), b=n(1000, 9999), c=n(10, 99)),
+            fmt("Kd.-Nr. 0{a} {b} {c}", a=between(100, 999), b=between(100, 999), c=between(100, 999)),
+            fmt("Aktenzeichen 0{a}-{b}-{c}", a=between(1, 9), b=between(2000, 2024), c=between(10000, 99999)),
+            fmt("VAT GB {a} {b} {c}", a=between(100, 999), b=between(1000, 9999), c=between(10, 99)),
+            fmt("Steuernummer 0{a}/{b}/{c}", a=between(10, 99), b=between(100, 999), c=between(10000, 99999)),
+            fmt("booking ref 0{a} {b} {c}", a=between(100, 999), b=between(1000, 9999), c=between(10, 99)),
         ),
         "isbn-like": one_of(
-            fmt("978 0 {a} {b} {c}", a=n(100, 999), b=n(10000, 99999), c=n(0, 9)),
-            fmt("ISBN13 978{a}", a=n(1000000000, 9999999999)),
-            fmt("0-{a}-{b}-{c}", a=n(100, 999), b=n(10000, 99999), c=n(0, 9)),
+            fmt("978 0 {a} {b} {c}", a=between(100, 999), b=between(10000, 99999), c=between(0, 9)),
+            fmt("ISBN13 978{a}", a=between(1000000000, 9999999999)),
+            fmt("0-{a}-{b}-{c}", a=between(100, 999), b=between(10000, 99999), c=between(0, 9)),
         ),
         "price-like": one_of(
-            fmt("{a} {b} 000 Ft", a=n(1, 9), b=n(100, 999)),
-            fmt("€ {a}.{b}.{c}", a=n(10, 99), b=n(100, 999), c=n(100, 999)),
-            fmt("Rs {a},{b},{c},{e}", a=n(1, 9), b=n(10, 99), c=n(10, 99), e=n(100, 999)),
-            fmt("PLN {a} {b} {c}", a=n(10, 99), b=n(100, 999), c=n(100, 999)),
+            fmt("{a} {b} 000 Ft", a=between(1, 9), b=between(100, 999)),
+            fmt("€ {a}.{b}.{c}", a=between(10, 99), b=between(100, 999), c=between(100, 999)),
+            fmt("Rs {a},{b},{c},{e}", a=between(1, 9), b=between(10, 99), c=between(10, 99), e=between(100, 999)),
+            fmt("PLN {a} {b} {c}", a=between(10, 99), b=between(100, 999), c=between(100, 999)),
         ),
         "obfuscated-email": one_of(
             fmt("{f} [at] example [dot] com", f=lambda rng: rng.choice(FIRST)),
@@ -458,19 +471,19 @@ def _held_out_lookalikes() -> dict:
             fmt("{f} AT uni-bonn DOT de", f=lambda rng: rng.choice(FIRST)),
         ),
         "email-like": one_of(
-            fmt("lodash@4.17.{a}", a=n(10, 21)),
+            fmt("lodash@4.17.{a}", a=between(10, 21)),
             lambda rng: "icon@3x.webp",
             lambda rng: "admin@server",
             lambda rng: "@scope/pkg@2.0.0",
         ),
         "hex-colons": one_of(
             lambda rng: ":".join(f"{rng.randrange(256):02x}" for _ in range(6)),
-            fmt("at 12:{a}:{b}:{c}", a=n(10, 59), b=n(10, 59), c=n(10, 99)),
+            fmt("at 12:{a}:{b}:{c}", a=between(10, 59), b=between(10, 59), c=between(10, 99)),
             lambda rng: "ratio 16:9:4",
         ),
         "ip-invalid": one_of(
-            fmt("{a}.{b}.{c}.{e}", a=n(256, 999), b=n(0, 255), c=n(0, 255), e=n(0, 255)),
-            fmt("192.168.{a}", a=n(0, 255)),
+            fmt("{a}.{b}.{c}.{e}", a=between(256, 999), b=between(0, 255), c=between(0, 255), e=between(0, 255)),
+            fmt("192.168.{a}", a=between(0, 255)),
         ),
     }
 
@@ -525,20 +538,14 @@ SECOND_HELD_OUT_CONTEXTS = {
 
 
 def _second_held_out_phone_formats() -> dict:
-    def d(n, first="123456789"):
-        return lambda rng: _digit_string(rng, n, first)
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
     any_first = "0123456789"
     return {
-        "de-berlin-groups": fmt("030 {a} {b}", a=d(4), b=d(4, any_first)),
-        "de-munich-pairs": fmt("089 {a} {b} {c}", a=d(3), b=d(3, any_first), c=d(2, any_first)),
-        "de-cologne": fmt("0221 {a} {b}", a=d(3), b=d(4, any_first)),
-        "de-mobile-dash": fmt("0171-{a}", a=d(7)),
-        "de-intl": fmt("+49 40 {a} {b}", a=d(4), b=d(4, any_first)),
-        "us-dash": fmt("{a}-{b}-{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
+        "de-berlin-groups": fmt("030 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "de-munich-pairs": fmt("089 {a} {b} {c}", a=digits(3), b=digits(3, any_first), c=digits(2, any_first)),
+        "de-cologne": fmt("0221 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "de-mobile-dash": fmt("0171-{a}", a=digits(7)),
+        "de-intl": fmt("+49 40 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "us-dash": fmt("{a}-{b}-{c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
     }
 
 
@@ -546,15 +553,6 @@ SECOND_HELD_OUT_PHONE_FORMATS = _second_held_out_phone_formats()
 
 
 def _second_held_out_lookalikes() -> dict:
-    def n(low, high):
-        return lambda rng: str(rng.randint(low, high))
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
-    def one_of(*builders):
-        return lambda rng: rng.choice(builders)(rng)
-
     products = ["nginx", "Redis", "PostgreSQL", "VMware Tools", "Exchange Server", "Cisco ASA", "Zimbra"]
     suffixes = ["", "+deb12u1", "~rc1", "-0ubuntu0", "-p1", ".fc39", "-lts", "_x86_64"]
 
@@ -569,33 +567,46 @@ def _second_held_out_lookalikes() -> dict:
 
     return {
         "version-product": fmt(
-            "{p} {a}.{b}.{c}.{e}{s}", p=product, a=n(1, 20), b=n(0, 20), c=n(16, 250), e=n(0, 250), s=suffix
+            "{p} {a}.{b}.{c}.{e}{s}",
+            p=product,
+            a=between(1, 20),
+            b=between(0, 20),
+            c=between(16, 250),
+            e=between(0, 250),
+            s=suffix,
         ),
         "version-cue": one_of(
-            fmt("firmware {a}.{b}.{c}.{e}", a=n(16, 99), b=n(0, 9), c=n(0, 99), e=n(0, 255)),
-            fmt("Build {a}.{b}.{c}.{e}", a=n(16, 99), b=n(0, 9), c=n(0, 255), e=n(0, 255)),
+            fmt("firmware {a}.{b}.{c}.{e}", a=between(16, 99), b=between(0, 9), c=between(0, 99), e=between(0, 255)),
+            fmt("Build {a}.{b}.{c}.{e}", a=between(16, 99), b=between(0, 9), c=between(0, 255), e=between(0, 255)),
         ),
         "section-number": one_of(
-            fmt("Art. {a}.{b}.{c}.{e}", a=n(16, 60), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
-            fmt("Sec. {a}.{b}.{c}.{e}", a=n(16, 60), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
-            fmt("Rule {a}.{b}.{c}.{e}", a=n(16, 60), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
-            fmt("Annex {a}.{b}.{c}.{e}", a=n(1, 9), b=n(16, 40), c=n(1, 9), e=n(1, 9)),
-            fmt("item {a}.{b}.{c}.{e}", a=n(16, 40), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
+            fmt("Art. {a}.{b}.{c}.{e}", a=between(16, 60), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
+            fmt("Sec. {a}.{b}.{c}.{e}", a=between(16, 60), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
+            fmt("Rule {a}.{b}.{c}.{e}", a=between(16, 60), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
+            fmt("Annex {a}.{b}.{c}.{e}", a=between(1, 9), b=between(16, 40), c=between(1, 9), e=between(1, 9)),
+            fmt("item {a}.{b}.{c}.{e}", a=between(16, 40), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
         ),
         "identifier-number": one_of(
-            fmt("Rechnungs-Nr. {a} {b} {c}", a=zero(3), b=n(100, 999), c=n(100, 999)),
-            fmt("Kundennr.: {a} {b} {c}", a=zero(3), b=n(1000, 9999), c=n(100, 999)),
-            fmt("Vertragsnummer {a} {b} {c}", a=zero(2), b=n(1000, 9999), c=n(1000, 9999)),
-            fmt("Bestellnummer: {a} {b}", a=zero(4), b=n(100000, 999999)),
-            fmt("Mitglieds-Nr. {a} {b} {c}", a=zero(3), b=n(100, 999), c=n(1000, 9999)),
+            fmt("Rechnungs-Nr. {a} {b} {c}", a=zero(3), b=between(100, 999), c=between(100, 999)),
+            fmt("Kundennr.: {a} {b} {c}", a=zero(3), b=between(1000, 9999), c=between(100, 999)),
+            fmt("Vertragsnummer {a} {b} {c}", a=zero(2), b=between(1000, 9999), c=between(1000, 9999)),
+            fmt("Bestellnummer: {a} {b}", a=zero(4), b=between(100000, 999999)),
+            fmt("Mitglieds-Nr. {a} {b} {c}", a=zero(3), b=between(100, 999), c=between(1000, 9999)),
         ),
         "date-dotted": one_of(
-            fmt("{d}.{m}.{y}", d=n(1, 28), m=n(1, 12), y=n(2000, 2030)),
-            fmt("{y}.{m}.{d}", d=n(1, 28), m=n(1, 12), y=n(2000, 2030)),
+            fmt("{d}.{m}.{y}", d=between(1, 28), m=between(1, 12), y=between(2000, 2030)),
+            fmt("{y}.{m}.{d}", d=between(1, 28), m=between(1, 12), y=between(2000, 2030)),
         ),
         "dotted-numbers": one_of(
-            fmt("{a}.{b}.{c}.{e}.{f}", a=n(1, 200), b=n(0, 200), c=n(0, 200), e=n(0, 200), f=n(0, 200)),
-            fmt("{a}.{b}.{c}", a=n(16, 200), b=n(0, 200), c=n(0, 200)),
+            fmt(
+                "{a}.{b}.{c}.{e}.{f}",
+                a=between(1, 200),
+                b=between(0, 200),
+                c=between(0, 200),
+                e=between(0, 200),
+                f=between(0, 200),
+            ),
+            fmt("{a}.{b}.{c}", a=between(16, 200), b=between(0, 200), c=between(0, 200)),
         ),
         "obfuscated-email": fmt("{f} at {l} dot com", f=lambda rng: rng.choice(FIRST), l=lambda rng: rng.choice(LAST)),
     }
