@@ -5,6 +5,7 @@ planted beside them, and the PII the pages already hold.
     python scripts/make_pii_set.py [--out out/pii_set.jsonl] [--seed 15]      # the tuning set
     python scripts/make_pii_set.py --held-out   # out/pii_held_out.jsonl, seed 1515: the first held-out set
     python scripts/make_pii_set.py --held-out 2   # out/pii_held_out_2.jsonl, seed 2026: the second
+    python scripts/make_pii_set.py --held-out 3   # out/pii_held_out_3.jsonl, seed 3003: the third, for IPv4
     python scripts/make_pii_set.py --candidates     # the natural candidates, for hand-checking
 
 Planting: each page gets 0 to 4 planted items and 0 to 4 look-alikes, each in a short sentence appended to a
@@ -46,6 +47,21 @@ contexts (German phone words such as `Telefonnummer:`, `Tel.-Nr.`, `Fax-Nr.:`; a
 sentence, `reached 81.2.69.160.Then`); look-alikes of the first one's families with other words and numbers
 (versions after other products and with other suffixes, `Art.`/`Sec.`/`Rule`/`Annex`/`item` numbers, German
 identifiers ending in `-Nr.` or `nummer`, dotted dates and runs, `anna at smith dot com`).
+
+The third held-out set (`--held-out 3`, THIRD_HELD_OUT_* below): written once both earlier held-out sets had
+been tuned on, before any rule was changed for it, by someone who had not read the rules (nor the stage's
+code, its design notes or its benchmark section) and without running the stage on it; for an honest IPv4
+score. Almost half its planted items are IPv4 addresses (a fifth of them private), in 20 contexts of their own
+from the genres where addresses stand in web text: auth, fail2ban, iptables and mail-header lines, ping and
+traceroute output, a hosts-file line, nginx/apache/resolv.conf settings, a `whois` command, a JSON answer, a
+table row, and forum prose with the network word right before the address, further away, or none (`came from
+{ip}`, `I tried {ip}`). Its look-alikes, mostly drawn at random from a shape, about two in five of them four
+dotted numbers: OS, application, driver and .NET assembly versions (`Microsoft Windows [Version
+10.0.22631.2861]`, `Google Chrome 120.0.6099.109`, `31.0.15.3623`, `Version=4.0.0.0`), clause and outline
+numbers (`IEC 61508-3 7.4.2.1`, `per 45.1.2.10`, `WBS 1.2.3.4`), enzyme numbers (`EC 3.4.21.4`, `EC 1.1.1.1`),
+OIDs, dotted dates and times, library and tariff numbers, sports figures, amounts with dotted thousands,
+router firmware, address patterns (`192.168.1.xxx`) and invalid addresses. Its e-mail, IPv6 and phone items
+are the second set's.
 
 Natural items: candidates of each kind found in the unmodified texts with broad patterns (NATURAL below) and
 labelled by hand in scripts/pii_natural_labels.json: every e-mail and IP candidate (174), and the phone
@@ -155,71 +171,86 @@ def _digit_string(rng: random.Random, n: int, first: str = "0123456789") -> str:
     return rng.choice(first) + "".join(rng.choice("0123456789") for _ in range(n - 1))
 
 
+# Builders: each returns a function of the random generator that writes one piece of text.
+
+
+def digits(n: int, first: str = "123456789"):
+    """n random digits, the first one from `first`."""
+    return lambda rng: _digit_string(rng, n, first)
+
+
+def between(low: int, high: int):
+    """A random whole number from low to high (both included)."""
+    return lambda rng: str(rng.randint(low, high))
+
+
+def fmt(template: str, **parts):
+    """`template` with each `{key}` filled by its builder (drawn in the order the keywords are given)."""
+    return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
+
+
+def one_of(*builders):
+    """One of the builders, chosen at random, then run."""
+    return lambda rng: rng.choice(builders)(rng)
+
+
 def _phone_formats() -> dict:
-    """{format name: a function of the random generator that writes a number in it}; d(n) draws n digits,
-    the first one from `first`."""
-
-    def d(n, first="123456789"):
-        return lambda rng: _digit_string(rng, n, first)
-
-    area = d(3, "23456789")
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
+    """{format name: a function of the random generator that writes a number in it}."""
+    area = digits(3, "23456789")
 
     return {
-        "us-intl-paren": fmt("+1 ({a}) {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-intl-dash": fmt("+1-{a}-{b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-intl-dot": fmt("+1.{a}.{b}.{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "uk-intl": fmt("+44 20 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "uk-intl-trunk": fmt("+44 (0)20 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "uk-intl-mobile": fmt("+44 7700 {a}", a=d(6, "0123456789")),
-        "de-intl": fmt("+49 30 {a}", a=d(8)),
-        "de-intl-trunk": fmt("+49 (0)89 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "de-intl-dash": fmt("+49-221-{a}", a=d(7)),
-        "fr-intl": fmt("+33 1 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
-        "fr-intl-trunk": fmt("+33 (0)6 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
-        "jp-intl": fmt("+81 3-{a}-{b}", a=d(4), b=d(4, "0123456789")),
-        "in-intl": fmt("+91 {a} {b}", a=d(5, "6789"), b=d(5, "0123456789")),
-        "cn-intl": fmt("+86 138 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "cn-intl-plain": fmt("+86138{a}", a=d(8, "0123456789")),
-        "au-intl": fmt("+61 2 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "pl-intl": fmt("+48 22 {a} {b} {c}", a=d(3), b=d(2), c=d(2)),
-        "ru-intl": fmt("+7 495 {a}-{b}-{c}", a=d(3), b=d(2), c=d(2)),
-        "ru-intl-paren": fmt("+7 (495) {a}-{b}-{c}", a=d(3), b=d(2), c=d(2)),
-        "es-intl": fmt("+34 912 {a} {b}", a=d(3), b=d(3)),
-        "it-intl": fmt("+39 06 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "br-intl": fmt("+55 11 9{a}-{b}", a=d(4), b=d(4, "0123456789")),
-        "us-paren": fmt("({a}) {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-paren-tight": fmt("({a}){b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-dash": fmt("{a}-{b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-dot": fmt("{a}.{b}.{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-space": fmt("{a} {b} {c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "us-1-800": fmt("1-800-{b}-{c}", b=d(3), c=d(4, "0123456789")),
-        "uk-london": fmt("020 {a} {b}", a=d(4, "378"), b=d(4, "0123456789")),
-        "uk-paren": fmt("(020) {a} {b}", a=d(4, "378"), b=d(4, "0123456789")),
-        "uk-city": fmt("0161 {a} {b}", a=d(3), b=d(4, "0123456789")),
-        "uk-mobile": fmt("07700 {a}", a=d(6, "0123456789")),
-        "de-berlin": fmt("030 {a}", a=d(8)),
-        "de-dash": fmt("030-{a}", a=d(7)),
-        "de-slash": fmt("089 / {a} {b} {c}", a=d(3), b=d(3, "0123456789"), c=d(2, "0123456789")),
-        "de-paren": fmt("(089) {a}", a=d(7)),
-        "de-mobile": fmt("0171 {a}", a=d(7)),
-        "uk-dash": fmt("020-{a}-{b}", a=d(4, "378"), b=d(4, "0123456789")),
-        "nl-mobile": fmt("06-{a}", a=d(8)),
-        "it-rome": fmt("06 {a} {b}", a=d(4), b=d(4, "0123456789")),
-        "ch-zurich": fmt("044 {a} {b} {c}", a=d(3), b=d(2, "0123456789"), c=d(2, "0123456789")),
-        "fr-space": fmt("01 {a} {b} {c} {e}", a=d(2), b=d(2), c=d(2), e=d(2)),
-        "fr-dot": fmt("06.{a}.{b}.{c}.{e}", a=d(2), b=d(2), c=d(2), e=d(2)),
+        "us-intl-paren": fmt("+1 ({a}) {b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-intl-dash": fmt("+1-{a}-{b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-intl-dot": fmt("+1.{a}.{b}.{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "uk-intl": fmt("+44 20 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "uk-intl-trunk": fmt("+44 (0)20 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "uk-intl-mobile": fmt("+44 7700 {a}", a=digits(6, "0123456789")),
+        "de-intl": fmt("+49 30 {a}", a=digits(8)),
+        "de-intl-trunk": fmt("+49 (0)89 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "de-intl-dash": fmt("+49-221-{a}", a=digits(7)),
+        "fr-intl": fmt("+33 1 {a} {b} {c} {e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
+        "fr-intl-trunk": fmt("+33 (0)6 {a} {b} {c} {e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
+        "jp-intl": fmt("+81 3-{a}-{b}", a=digits(4), b=digits(4, "0123456789")),
+        "in-intl": fmt("+91 {a} {b}", a=digits(5, "6789"), b=digits(5, "0123456789")),
+        "cn-intl": fmt("+86 138 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "cn-intl-plain": fmt("+86138{a}", a=digits(8, "0123456789")),
+        "au-intl": fmt("+61 2 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "pl-intl": fmt("+48 22 {a} {b} {c}", a=digits(3), b=digits(2), c=digits(2)),
+        "ru-intl": fmt("+7 495 {a}-{b}-{c}", a=digits(3), b=digits(2), c=digits(2)),
+        "ru-intl-paren": fmt("+7 (495) {a}-{b}-{c}", a=digits(3), b=digits(2), c=digits(2)),
+        "es-intl": fmt("+34 912 {a} {b}", a=digits(3), b=digits(3)),
+        "it-intl": fmt("+39 06 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "br-intl": fmt("+55 11 9{a}-{b}", a=digits(4), b=digits(4, "0123456789")),
+        "us-paren": fmt("({a}) {b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-paren-tight": fmt("({a}){b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-dash": fmt("{a}-{b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-dot": fmt("{a}.{b}.{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-space": fmt("{a} {b} {c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "us-1-800": fmt("1-800-{b}-{c}", b=digits(3), c=digits(4, "0123456789")),
+        "uk-london": fmt("020 {a} {b}", a=digits(4, "378"), b=digits(4, "0123456789")),
+        "uk-paren": fmt("(020) {a} {b}", a=digits(4, "378"), b=digits(4, "0123456789")),
+        "uk-city": fmt("0161 {a} {b}", a=digits(3), b=digits(4, "0123456789")),
+        "uk-mobile": fmt("07700 {a}", a=digits(6, "0123456789")),
+        "de-berlin": fmt("030 {a}", a=digits(8)),
+        "de-dash": fmt("030-{a}", a=digits(7)),
+        "de-slash": fmt("089 / {a} {b} {c}", a=digits(3), b=digits(3, "0123456789"), c=digits(2, "0123456789")),
+        "de-paren": fmt("(089) {a}", a=digits(7)),
+        "de-mobile": fmt("0171 {a}", a=digits(7)),
+        "uk-dash": fmt("020-{a}-{b}", a=digits(4, "378"), b=digits(4, "0123456789")),
+        "nl-mobile": fmt("06-{a}", a=digits(8)),
+        "it-rome": fmt("06 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
+        "ch-zurich": fmt("044 {a} {b} {c}", a=digits(3), b=digits(2, "0123456789"), c=digits(2, "0123456789")),
+        "fr-space": fmt("01 {a} {b} {c} {e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
+        "fr-dot": fmt("06.{a}.{b}.{c}.{e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
         # written after the stage's rules were tuned on this set, and not tuned on (held out)
-        "held-out-us-intl-mixed": fmt("+1 {a} {b}-{c}", a=area, b=d(3), c=d(4, "0123456789")),
-        "held-out-uk-intl-city": fmt("+44 161 {a} {b}", a=d(3), b=d(4, "0123456789")),
-        "held-out-de-intl-paren": fmt("+49 (30) {a}", a=d(7)),
-        "held-out-ie-intl": fmt("+353 1 {a} {b}", a=d(3), b=d(4, "0123456789")),
-        "held-out-00-prefix": fmt("0044 20 {a} {b}", a=d(4), b=d(4, "0123456789")),
+        "held-out-us-intl-mixed": fmt("+1 {a} {b}-{c}", a=area, b=digits(3), c=digits(4, "0123456789")),
+        "held-out-uk-intl-city": fmt("+44 161 {a} {b}", a=digits(3), b=digits(4, "0123456789")),
+        "held-out-de-intl-paren": fmt("+49 (30) {a}", a=digits(7)),
+        "held-out-ie-intl": fmt("+353 1 {a} {b}", a=digits(3), b=digits(4, "0123456789")),
+        "held-out-00-prefix": fmt("0044 20 {a} {b}", a=digits(4), b=digits(4, "0123456789")),
         # national formats without a trunk 0: not what the stage is built for
-        "es-national": fmt("912 {a} {b}", a=d(3), b=d(3)),
-        "pl-national": fmt("22 {a} {b} {c}", a=d(3), b=d(2), c=d(2)),
+        "es-national": fmt("912 {a} {b}", a=digits(3), b=digits(3)),
+        "pl-national": fmt("22 {a} {b} {c}", a=digits(3), b=digits(2), c=digits(2)),
     }
 
 
@@ -334,28 +365,22 @@ def held_out_email(rng: random.Random) -> tuple[str, str]:
 
 
 def _held_out_phone_formats() -> dict:
-    def d(n, first="123456789"):
-        return lambda rng: _digit_string(rng, n, first)
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
     any_first = "0123456789"
     return {
-        "be-intl": fmt("+32 2 {a} {b} {c}", a=d(3), b=d(2, any_first), c=d(2, any_first)),
-        "se-intl": fmt("+46 8 {a} {b} {c}", a=d(3), b=d(3, any_first), c=d(2, any_first)),
-        "us-intl-dots": fmt("+1 {a}.{b}.{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
-        "us-intl-spaces": fmt("+1 {a} {b} {c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
-        "sg-intl": fmt("+65 {a} {b}", a=d(4, "689"), b=d(4, any_first)),
-        "za-intl": fmt("+27 21 {a} {b}", a=d(3), b=d(4, any_first)),
-        "mx-intl": fmt("+52 55 {a} {b}", a=d(4), b=d(4, any_first)),
-        "tr-intl": fmt("+90 212 {a} {b} {c}", a=d(3), b=d(2, any_first), c=d(2, any_first)),
-        "nl-intl-trunk": fmt("+31 (0)20 {a} {b}", a=d(3), b=d(4, any_first)),
-        "at-intl": fmt("+43 1 {a}", a=d(7)),
-        "us-1-paren": fmt("1 ({a}) {b}-{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
-        "uk-city-0113": fmt("0113 {a} {b}", a=d(3), b=d(4, any_first)),
-        "de-hamburg": fmt("040 {a} {b}", a=d(4), b=d(4, any_first)),
-        "fr-dash": fmt("04-{a}-{b}-{c}-{e}", a=d(2), b=d(2), c=d(2), e=d(2)),
+        "be-intl": fmt("+32 2 {a} {b} {c}", a=digits(3), b=digits(2, any_first), c=digits(2, any_first)),
+        "se-intl": fmt("+46 8 {a} {b} {c}", a=digits(3), b=digits(3, any_first), c=digits(2, any_first)),
+        "us-intl-dots": fmt("+1 {a}.{b}.{c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
+        "us-intl-spaces": fmt("+1 {a} {b} {c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
+        "sg-intl": fmt("+65 {a} {b}", a=digits(4, "689"), b=digits(4, any_first)),
+        "za-intl": fmt("+27 21 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "mx-intl": fmt("+52 55 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "tr-intl": fmt("+90 212 {a} {b} {c}", a=digits(3), b=digits(2, any_first), c=digits(2, any_first)),
+        "nl-intl-trunk": fmt("+31 (0)20 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "at-intl": fmt("+43 1 {a}", a=digits(7)),
+        "us-1-paren": fmt("1 ({a}) {b}-{c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
+        "uk-city-0113": fmt("0113 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "de-hamburg": fmt("040 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "fr-dash": fmt("04-{a}-{b}-{c}-{e}", a=digits(2), b=digits(2), c=digits(2), e=digits(2)),
     }
 
 
@@ -379,15 +404,6 @@ HELD_OUT_CONTEXTS = {
 def _held_out_lookalikes() -> dict:
     """{what: a function of the random generator that writes one}."""
 
-    def n(low, high):
-        return lambda rng: str(rng.randint(low, high))
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
-    def one_of(*builders):
-        return lambda rng: rng.choice(builders)(rng)
-
     products = ["openssl", "Tomcat", "ESXi", "FortiOS", "JunOS", "libvirt", "Firefox ESR"]
     suffixes = ["", "-1ubuntu1", "-beta", "_amd64", "+dfsg", "-rc2", ".el8", "~bpo11"]
 
@@ -402,55 +418,68 @@ def _held_out_lookalikes() -> dict:
 
     return {
         "version-product": fmt(
-            "{p} {a}.{b}.{c}.{e}{s}", p=product, a=n(1, 30), b=n(0, 30), c=n(0, 200), e=n(16, 255), s=suffix
+            "{p} {a}.{b}.{c}.{e}{s}",
+            p=product,
+            a=between(1, 30),
+            b=between(0, 30),
+            c=between(0, 200),
+            e=between(16, 255),
+            s=suffix,
         ),
-        "version-package-file": fmt("pkg_{a}.{b}.{c}.{e}_all.deb", a=n(1, 9), b=n(0, 40), c=n(0, 99), e=n(16, 255)),
+        "version-package-file": fmt(
+            "pkg_{a}.{b}.{c}.{e}_all.deb", a=between(1, 9), b=between(0, 40), c=between(0, 99), e=between(16, 255)
+        ),
         "oid": one_of(
-            fmt("OID 1.3.6.1.4.1.{a}", a=n(2, 60000)),
-            fmt("snmpget .1.3.6.1.2.1.2.2.1.{a}.{b}", a=n(1, 22), b=n(1, 48)),
+            fmt("OID 1.3.6.1.4.1.{a}", a=between(2, 60000)),
+            fmt("snmpget .1.3.6.1.2.1.2.2.1.{a}.{b}", a=between(1, 22), b=between(1, 48)),
             lambda rng: "iso.3.6.1.2.1.1.3.0",
             lambda rng: "2.5.4.3",
         ),
         "date-dotted": one_of(
-            fmt("{d}.{m}.{y}", d=n(1, 28), m=n(1, 12), y=n(1990, 2030)),
-            fmt("am {d}.{m}. um {h}.{mi} Uhr", d=n(1, 28), m=n(1, 12), h=n(10, 23), mi=n(10, 59)),
-            fmt("{d}.{m}.{y}.", d=n(1, 28), m=n(1, 12), y=n(10, 99)),
+            fmt("{d}.{m}.{y}", d=between(1, 28), m=between(1, 12), y=between(1990, 2030)),
+            fmt(
+                "am {d}.{m}. um {h}.{mi} Uhr", d=between(1, 28), m=between(1, 12), h=between(10, 23), mi=between(10, 59)
+            ),
+            fmt("{d}.{m}.{y}.", d=between(1, 28), m=between(1, 12), y=between(10, 99)),
         ),
         "section-number": one_of(
-            fmt("Article {a}.{b}.{c}.{e}", a=n(1, 40), b=n(1, 30), c=n(1, 20), e=n(1, 30)),
-            fmt("control A.{a}.{b}.{c}", a=n(5, 18), b=n(1, 7), c=n(1, 9)),
-            fmt("paragraph {a}.{b}.{c}.{e}", a=n(16, 99), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
+            fmt("Article {a}.{b}.{c}.{e}", a=between(1, 40), b=between(1, 30), c=between(1, 20), e=between(1, 30)),
+            fmt("control A.{a}.{b}.{c}", a=between(5, 18), b=between(1, 7), c=between(1, 9)),
+            fmt("paragraph {a}.{b}.{c}.{e}", a=between(16, 99), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
         ),
         "build-number": one_of(
-            fmt("Build {a}.{b}.{c}.{e}", a=n(10, 200), b=n(0, 99), c=n(0, 255), e=n(0, 255)),
-            fmt("build {a}", a=n(10000, 99999)),
-            fmt("10.0.{a}.{b}", a=n(10000, 22999), b=n(1, 4000)),
+            fmt("Build {a}.{b}.{c}.{e}", a=between(10, 200), b=between(0, 99), c=between(0, 255), e=between(0, 255)),
+            fmt("build {a}", a=between(10000, 99999)),
+            fmt("10.0.{a}.{b}", a=between(10000, 22999), b=between(1, 4000)),
         ),
         "sports-score": one_of(
-            fmt("won {a}-{b}", a=n(60, 130), b=n(60, 130)),
+            fmt("won {a}-{b}", a=between(60, 130), b=between(60, 130)),
             lambda rng: "6-4, 3-6, 7-6 (7-4)",
-            fmt("{a}:{b} ({c}:{e})", a=n(0, 5), b=n(0, 5), c=n(0, 3), e=n(0, 3)),
+            fmt("{a}:{b} ({c}:{e})", a=between(0, 5), b=between(0, 5), c=between(0, 3), e=between(0, 3)),
         ),
         "coordinates": one_of(
-            coordinates, fmt("N 52° {a}.{b}' E 13° {c}.{e}'", a=n(10, 59), b=n(1, 9), c=n(10, 59), e=n(1, 9))
+            coordinates,
+            fmt(
+                "N 52° {a}.{b}' E 13° {c}.{e}'", a=between(10, 59), b=between(1, 9), c=between(10, 59), e=between(1, 9)
+            ),
         ),
         "serial-number": one_of(
-            fmt("Kd.-Nr. 0{a} {b} {c}", a=n(100, 999), b=n(100, 999), c=n(100, 999)),
-            fmt("Aktenzeichen 0{a}-{b}-{c}", a=n(1, 9), b=n(2000, 2024), c=n(10000, 99999)),
-            fmt("VAT GB {a} {b} {c}", a=n(100, 999), b=n(1000, 9999), c=n(10, 99)),
-            fmt("Steuernummer 0{a}/{b}/{c}", a=n(10, 99), b=n(100, 999), c=n(10000, 99999)),
-            fmt("booking ref 0{a} {b} {c}", a=n(100, 999), b=n(1000, 9999), c=n(10, 99)),
+            fmt("Kd.-Nr. 0{a} {b} {c}", a=between(100, 999), b=between(100, 999), c=between(100, 999)),
+            fmt("Aktenzeichen 0{a}-{b}-{c}", a=between(1, 9), b=between(2000, 2024), c=between(10000, 99999)),
+            fmt("VAT GB {a} {b} {c}", a=between(100, 999), b=between(1000, 9999), c=between(10, 99)),
+            fmt("Steuernummer 0{a}/{b}/{c}", a=between(10, 99), b=between(100, 999), c=between(10000, 99999)),
+            fmt("booking ref 0{a} {b} {c}", a=between(100, 999), b=between(1000, 9999), c=between(10, 99)),
         ),
         "isbn-like": one_of(
-            fmt("978 0 {a} {b} {c}", a=n(100, 999), b=n(10000, 99999), c=n(0, 9)),
-            fmt("ISBN13 978{a}", a=n(1000000000, 9999999999)),
-            fmt("0-{a}-{b}-{c}", a=n(100, 999), b=n(10000, 99999), c=n(0, 9)),
+            fmt("978 0 {a} {b} {c}", a=between(100, 999), b=between(10000, 99999), c=between(0, 9)),
+            fmt("ISBN13 978{a}", a=between(1000000000, 9999999999)),
+            fmt("0-{a}-{b}-{c}", a=between(100, 999), b=between(10000, 99999), c=between(0, 9)),
         ),
         "price-like": one_of(
-            fmt("{a} {b} 000 Ft", a=n(1, 9), b=n(100, 999)),
-            fmt("€ {a}.{b}.{c}", a=n(10, 99), b=n(100, 999), c=n(100, 999)),
-            fmt("Rs {a},{b},{c},{e}", a=n(1, 9), b=n(10, 99), c=n(10, 99), e=n(100, 999)),
-            fmt("PLN {a} {b} {c}", a=n(10, 99), b=n(100, 999), c=n(100, 999)),
+            fmt("{a} {b} 000 Ft", a=between(1, 9), b=between(100, 999)),
+            fmt("€ {a}.{b}.{c}", a=between(10, 99), b=between(100, 999), c=between(100, 999)),
+            fmt("Rs {a},{b},{c},{e}", a=between(1, 9), b=between(10, 99), c=between(10, 99), e=between(100, 999)),
+            fmt("PLN {a} {b} {c}", a=between(10, 99), b=between(100, 999), c=between(100, 999)),
         ),
         "obfuscated-email": one_of(
             fmt("{f} [at] example [dot] com", f=lambda rng: rng.choice(FIRST)),
@@ -458,19 +487,19 @@ def _held_out_lookalikes() -> dict:
             fmt("{f} AT uni-bonn DOT de", f=lambda rng: rng.choice(FIRST)),
         ),
         "email-like": one_of(
-            fmt("lodash@4.17.{a}", a=n(10, 21)),
+            fmt("lodash@4.17.{a}", a=between(10, 21)),
             lambda rng: "icon@3x.webp",
             lambda rng: "admin@server",
             lambda rng: "@scope/pkg@2.0.0",
         ),
         "hex-colons": one_of(
             lambda rng: ":".join(f"{rng.randrange(256):02x}" for _ in range(6)),
-            fmt("at 12:{a}:{b}:{c}", a=n(10, 59), b=n(10, 59), c=n(10, 99)),
+            fmt("at 12:{a}:{b}:{c}", a=between(10, 59), b=between(10, 59), c=between(10, 99)),
             lambda rng: "ratio 16:9:4",
         ),
         "ip-invalid": one_of(
-            fmt("{a}.{b}.{c}.{e}", a=n(256, 999), b=n(0, 255), c=n(0, 255), e=n(0, 255)),
-            fmt("192.168.{a}", a=n(0, 255)),
+            fmt("{a}.{b}.{c}.{e}", a=between(256, 999), b=between(0, 255), c=between(0, 255), e=between(0, 255)),
+            fmt("192.168.{a}", a=between(0, 255)),
         ),
     }
 
@@ -525,20 +554,14 @@ SECOND_HELD_OUT_CONTEXTS = {
 
 
 def _second_held_out_phone_formats() -> dict:
-    def d(n, first="123456789"):
-        return lambda rng: _digit_string(rng, n, first)
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
     any_first = "0123456789"
     return {
-        "de-berlin-groups": fmt("030 {a} {b}", a=d(4), b=d(4, any_first)),
-        "de-munich-pairs": fmt("089 {a} {b} {c}", a=d(3), b=d(3, any_first), c=d(2, any_first)),
-        "de-cologne": fmt("0221 {a} {b}", a=d(3), b=d(4, any_first)),
-        "de-mobile-dash": fmt("0171-{a}", a=d(7)),
-        "de-intl": fmt("+49 40 {a} {b}", a=d(4), b=d(4, any_first)),
-        "us-dash": fmt("{a}-{b}-{c}", a=d(3, "23456789"), b=d(3), c=d(4, any_first)),
+        "de-berlin-groups": fmt("030 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "de-munich-pairs": fmt("089 {a} {b} {c}", a=digits(3), b=digits(3, any_first), c=digits(2, any_first)),
+        "de-cologne": fmt("0221 {a} {b}", a=digits(3), b=digits(4, any_first)),
+        "de-mobile-dash": fmt("0171-{a}", a=digits(7)),
+        "de-intl": fmt("+49 40 {a} {b}", a=digits(4), b=digits(4, any_first)),
+        "us-dash": fmt("{a}-{b}-{c}", a=digits(3, "23456789"), b=digits(3), c=digits(4, any_first)),
     }
 
 
@@ -546,15 +569,6 @@ SECOND_HELD_OUT_PHONE_FORMATS = _second_held_out_phone_formats()
 
 
 def _second_held_out_lookalikes() -> dict:
-    def n(low, high):
-        return lambda rng: str(rng.randint(low, high))
-
-    def fmt(template, **parts):
-        return lambda rng: template.format(**{key: build(rng) for key, build in parts.items()})
-
-    def one_of(*builders):
-        return lambda rng: rng.choice(builders)(rng)
-
     products = ["nginx", "Redis", "PostgreSQL", "VMware Tools", "Exchange Server", "Cisco ASA", "Zimbra"]
     suffixes = ["", "+deb12u1", "~rc1", "-0ubuntu0", "-p1", ".fc39", "-lts", "_x86_64"]
 
@@ -569,33 +583,46 @@ def _second_held_out_lookalikes() -> dict:
 
     return {
         "version-product": fmt(
-            "{p} {a}.{b}.{c}.{e}{s}", p=product, a=n(1, 20), b=n(0, 20), c=n(16, 250), e=n(0, 250), s=suffix
+            "{p} {a}.{b}.{c}.{e}{s}",
+            p=product,
+            a=between(1, 20),
+            b=between(0, 20),
+            c=between(16, 250),
+            e=between(0, 250),
+            s=suffix,
         ),
         "version-cue": one_of(
-            fmt("firmware {a}.{b}.{c}.{e}", a=n(16, 99), b=n(0, 9), c=n(0, 99), e=n(0, 255)),
-            fmt("Build {a}.{b}.{c}.{e}", a=n(16, 99), b=n(0, 9), c=n(0, 255), e=n(0, 255)),
+            fmt("firmware {a}.{b}.{c}.{e}", a=between(16, 99), b=between(0, 9), c=between(0, 99), e=between(0, 255)),
+            fmt("Build {a}.{b}.{c}.{e}", a=between(16, 99), b=between(0, 9), c=between(0, 255), e=between(0, 255)),
         ),
         "section-number": one_of(
-            fmt("Art. {a}.{b}.{c}.{e}", a=n(16, 60), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
-            fmt("Sec. {a}.{b}.{c}.{e}", a=n(16, 60), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
-            fmt("Rule {a}.{b}.{c}.{e}", a=n(16, 60), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
-            fmt("Annex {a}.{b}.{c}.{e}", a=n(1, 9), b=n(16, 40), c=n(1, 9), e=n(1, 9)),
-            fmt("item {a}.{b}.{c}.{e}", a=n(16, 40), b=n(1, 9), c=n(1, 9), e=n(1, 9)),
+            fmt("Art. {a}.{b}.{c}.{e}", a=between(16, 60), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
+            fmt("Sec. {a}.{b}.{c}.{e}", a=between(16, 60), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
+            fmt("Rule {a}.{b}.{c}.{e}", a=between(16, 60), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
+            fmt("Annex {a}.{b}.{c}.{e}", a=between(1, 9), b=between(16, 40), c=between(1, 9), e=between(1, 9)),
+            fmt("item {a}.{b}.{c}.{e}", a=between(16, 40), b=between(1, 9), c=between(1, 9), e=between(1, 9)),
         ),
         "identifier-number": one_of(
-            fmt("Rechnungs-Nr. {a} {b} {c}", a=zero(3), b=n(100, 999), c=n(100, 999)),
-            fmt("Kundennr.: {a} {b} {c}", a=zero(3), b=n(1000, 9999), c=n(100, 999)),
-            fmt("Vertragsnummer {a} {b} {c}", a=zero(2), b=n(1000, 9999), c=n(1000, 9999)),
-            fmt("Bestellnummer: {a} {b}", a=zero(4), b=n(100000, 999999)),
-            fmt("Mitglieds-Nr. {a} {b} {c}", a=zero(3), b=n(100, 999), c=n(1000, 9999)),
+            fmt("Rechnungs-Nr. {a} {b} {c}", a=zero(3), b=between(100, 999), c=between(100, 999)),
+            fmt("Kundennr.: {a} {b} {c}", a=zero(3), b=between(1000, 9999), c=between(100, 999)),
+            fmt("Vertragsnummer {a} {b} {c}", a=zero(2), b=between(1000, 9999), c=between(1000, 9999)),
+            fmt("Bestellnummer: {a} {b}", a=zero(4), b=between(100000, 999999)),
+            fmt("Mitglieds-Nr. {a} {b} {c}", a=zero(3), b=between(100, 999), c=between(1000, 9999)),
         ),
         "date-dotted": one_of(
-            fmt("{d}.{m}.{y}", d=n(1, 28), m=n(1, 12), y=n(2000, 2030)),
-            fmt("{y}.{m}.{d}", d=n(1, 28), m=n(1, 12), y=n(2000, 2030)),
+            fmt("{d}.{m}.{y}", d=between(1, 28), m=between(1, 12), y=between(2000, 2030)),
+            fmt("{y}.{m}.{d}", d=between(1, 28), m=between(1, 12), y=between(2000, 2030)),
         ),
         "dotted-numbers": one_of(
-            fmt("{a}.{b}.{c}.{e}.{f}", a=n(1, 200), b=n(0, 200), c=n(0, 200), e=n(0, 200), f=n(0, 200)),
-            fmt("{a}.{b}.{c}", a=n(16, 200), b=n(0, 200), c=n(0, 200)),
+            fmt(
+                "{a}.{b}.{c}.{e}.{f}",
+                a=between(1, 200),
+                b=between(0, 200),
+                c=between(0, 200),
+                e=between(0, 200),
+                f=between(0, 200),
+            ),
+            fmt("{a}.{b}.{c}", a=between(16, 200), b=between(0, 200), c=between(0, 200)),
         ),
         "obfuscated-email": fmt("{f} at {l} dot com", f=lambda rng: rng.choice(FIRST), l=lambda rng: rng.choice(LAST)),
     }
@@ -622,6 +649,342 @@ def second_held_out_item(rng: random.Random) -> tuple[str, str, bool, str, list[
     return item, "phone", False, f"held-out-2-{form}", SECOND_HELD_OUT_CONTEXTS["phone"]
 
 
+# --- the third held-out set (--held-out 3) ----------------------------------------------------
+# Written after both earlier held-out sets had been tuned on, before any rule was changed for it, by someone who
+# had not read the rules (nor the stage's code, its design notes or its benchmark section) and did not run the
+# stage on it: for an honest score of IPv4 addresses. IPv4 addresses (a fifth of them private) in contexts of
+# their own, taken from where addresses really stand in web text (auth, firewall and mail logs, ping and
+# traceroute output, hosts files, server configs, JSON, tables, forum prose), and look-alikes of their own, most
+# drawn at random from a shape: software, OS, driver and .NET assembly versions, clause and outline numbers,
+# enzyme (EC) numbers, OIDs, dotted dates, classification and tariff numbers, sports figures, amounts with
+# dotted thousands, router firmware, address patterns with wildcards and invalid addresses. E-mail addresses,
+# IPv6 addresses and phone numbers are the second held-out set's generators in its contexts.
+
+THIRD_HELD_OUT_SEED = 3003
+THIRD_HELD_OUT_CONTEXTS = {
+    "ipv4": [
+        "sshd[2143]: Failed password for root from {} port 22 ssh2",  # auth log
+        "fail2ban.actions [1187]: NOTICE [sshd] Ban {}",
+        "-A INPUT -s {} -j DROP",  # iptables rule
+        "64 bytes from {}: icmp_seq=2 ttl=54 time=18.7 ms",  # ping output
+        " 8  {}  24.118 ms  23.906 ms  24.310 ms",  # traceroute -n: a hop number, then the address
+        "\n{}\tintranet.local intranet",  # a hosts-file line: the address starts it
+        "listen {}:80;",  # nginx
+        "Allow from {}",  # apache
+        "nameserver {}",  # resolv.conf
+        "whois {} | grep -i netname",
+        '{{"ip": "{}", "city": "Frankfurt am Main", "org": "AS24940 Hetzner Online GmbH"}}',  # a geo-IP answer
+        "Received: from mx2.mailhost.example ([{}]) by mx.example.com with ESMTPS",  # a spam report's header
+        "Last login: Tue Mar 12 09:41:07 2024 from {}",
+        "| web-04 | {} | Ubuntu 22.04 | running |",  # a table of servers
+        "My router's WAN IP is {} but port forwarding still doesn't work.",
+        "I can ping {} but not the hostname, so it must be DNS.",
+        "For me the site resolves to {}, which is the old host.",
+        "All of the spam sign-ups came from {} over two nights.",
+        "The ISP moved our office to {} last week and now the VPN won't connect.",
+        "Then I tried {} directly in the browser and it loaded.",
+    ],
+}
+
+
+def _third_held_out_lookalikes() -> dict:
+    """{what: a function of the random generator that writes one}."""
+
+    def pick(*values):
+        return lambda rng: rng.choice(values)
+
+    def padded(low, high, width):
+        return lambda rng: f"{rng.randint(low, high):0{width}d}"
+
+    windows = pick("17763", "19044", "19045", "20348", "22000", "22621", "22631", "26100")
+
+    def patch_and_build(rng):  # a patch number (0 to 20) or a build number, then a revision or build number
+        patch = rng.randint(0, 20) if rng.random() < 0.6 else rng.randint(100, 34999)
+        return patch, rng.randint(0, 299) if rng.random() < 0.5 else rng.randint(300, 9999)
+
+    def four_part(rng):  # a version of four parts, as applications number theirs (12.13.1.3, 8.110.0.215)
+        patch, build = patch_and_build(rng)
+        return f"{rng.randint(1, 30)}.{rng.randint(0, 120)}.{patch}.{build}"
+
+    def upgrade(rng):  # from one four-part version to a later one of the same major version
+        major, minor, (patch, build) = rng.randint(1, 30), rng.randint(0, 110), patch_and_build(rng)
+        later = f"{major}.{minor + rng.randint(1, 10)}.{rng.randint(0, patch)}.{rng.randint(0, 9999)}"
+        return f"from {major}.{minor}.{patch}.{build} to {later}"
+
+    def geforce(rng):  # a GeForce driver and its Windows version: 546.33 is 31.0.15.4633
+        driver, minor = rng.randint(456, 566), rng.randint(0, 99)
+        five = f"{driver}{minor:02d}"
+        return f"{driver}.{minor:02d} ({'31.0.15' if driver >= 500 else '30.0.14'}.{five[1:]})"
+
+    apps = pick(
+        "iTunes",
+        "Skype",
+        "OneDrive",
+        "Citrix Workspace",
+        "Garmin Express",
+        "Logitech Options",
+        "Veeam Agent",
+        "Sophos Endpoint",
+    )
+    standards = pick("IEC 61508-3", "EN 50128", "IATF 16949", "AS9100D", "ISO 26262-6", "DO-178C", "IEC 62304")
+    enzymes = pick(
+        "trypsin (EC 3.4.21.4)",
+        "lysozyme (EC 3.2.1.17)",
+        "catalase (EC 1.11.1.6)",
+        "carbonic anhydrase (EC 4.2.1.1)",
+        "DNA polymerase (EC 2.7.7.7)",
+        "hexokinase (EC 2.7.1.1)",
+        "alcohol dehydrogenase (EC 1.1.1.1)",
+        "urease (EC 3.5.1.5)",
+    )
+    token = pick("b77a5c561934e089", "31bf3856ad364e35", "b03f5f7f11d50a3a", "30ad4fe6b2a6aeed")
+    day, month = padded(1, 28, 2), padded(1, 12, 2)
+    return {
+        "os-build": one_of(
+            fmt("Microsoft Windows [Version 10.0.{b}.{r}]", b=windows, r=between(1, 5000)),
+            fmt("Windows Server 2019 (10.0.17763.{r})", r=between(100, 6000)),
+            fmt("ntdll.dll, file version 10.0.{b}.{r}", b=windows, r=between(1, 5000)),
+            fmt(
+                "SQL Server 2019 (RTM-CU{cu}) - 15.0.{b}.{r} (X64)",
+                cu=between(1, 28),
+                b=between(4003, 4360),
+                r=between(1, 9),
+            ),
+            fmt("KB50{k} (OS Build {b}.{r})", k=between(10000, 49999), b=windows, r=between(1, 5000)),
+            fmt(
+                "macOS 14.{a}.{b} (23{c}{d})",
+                a=between(0, 6),
+                b=between(0, 2),
+                c=pick("A", "B", "C", "D", "E"),
+                d=between(5, 344),
+            ),
+        ),
+        "app-version": one_of(
+            fmt(
+                "Google Chrome {a}.0.{b}.{c} (Official Build) (64-bit)",
+                a=between(109, 131),
+                b=between(5414, 6778),
+                c=between(1, 265),
+            ),
+            fmt(
+                "The Stable channel has been updated to {a}.0.{b}.{c} for Windows and Mac",
+                a=between(109, 131),
+                b=between(5414, 6778),
+                c=between(1, 265),
+            ),
+            fmt("Vivaldi {a}.{b}.{c}.{e}", a=between(5, 7), b=between(0, 9), c=between(2800, 3400), e=between(3, 60)),
+            fmt("{p} {pre}{v}", p=apps, pre=pick("", "v", "ver. ", "Ver "), v=four_part),
+            fmt("{p} ({v})", p=apps, v=four_part),
+            fmt("Upgrading {p} {u} fixed it", p=apps, u=upgrade),
+            fmt("Notepad++ v8.{a}.{b}", a=between(1, 6), b=between(1, 9)),
+            fmt("Thunderbird 115.{a}.{b}", a=between(0, 18), b=between(0, 3)),
+        ),
+        "driver-version": one_of(
+            fmt("NVIDIA display driver {a}.0.15.{c}", a=between(27, 32), c=between(1000, 6999)),
+            fmt("GeForce Game Ready Driver {v}", v=geforce),
+            fmt("Intel Graphics Driver 31.0.101.{c}", c=between(2100, 5999)),
+            fmt("Realtek HD Audio Driver ver. 6.0.{b}.{c}", b=between(8000, 9700), c=between(1, 9)),
+            fmt("Intel Wi-Fi driver {a}.{b}.0.{c}", a=between(22, 23), b=between(10, 60), c=between(1, 9)),
+            fmt("BIOS ver. 1.{a}.0", a=between(2, 30)),
+        ),
+        "assembly-version": one_of(
+            fmt('[assembly: AssemblyVersion("{a}.{b}.0.0")]', a=between(1, 16), b=between(0, 9)),
+            fmt("Version={a}.0.0.0, Culture=neutral, PublicKeyToken={t}", a=between(1, 13), t=token),
+            fmt('oldVersion="0.0.0.0-{a}.0.0.0" newVersion="{a}.0.0.0"', a=between(4, 13)),
+            fmt(
+                'AssemblyFileVersion("{a}.{b}.{c}.{e}")',
+                a=between(1, 9),
+                b=between(0, 20),
+                c=between(0, 99),
+                e=between(1000, 65000),
+            ),
+            fmt("<Version>{a}.{b}.{c}</Version>", a=between(1, 9), b=between(0, 20), c=between(0, 40)),
+        ),
+        "clause-number": one_of(
+            fmt(
+                "{s} {a}.{b}.{c}.{e}", s=standards, a=between(4, 10), b=between(1, 9), c=between(1, 9), e=between(1, 12)
+            ),
+            fmt(
+                "{s}, clause {a}.{b}.{c}.{e}",
+                s=standards,
+                a=between(4, 10),
+                b=between(1, 9),
+                c=between(1, 9),
+                e=between(1, 12),
+            ),
+            fmt("per {a}.{b}.{c}.{e}", a=between(10, 60), b=between(1, 9), c=between(1, 9), e=between(1, 20)),
+            fmt(
+                "as required by {a}.{b}.{c}.{e} of {s}",
+                s=standards,
+                a=between(4, 10),
+                b=between(1, 9),
+                c=between(1, 9),
+                e=between(1, 12),
+            ),
+            fmt("ISO/IEC 27001:2013 A.{a}.{b}.{c}", a=between(5, 18), b=between(1, 7), c=between(1, 9)),
+            fmt("IEC 62443-3-3 SR {a}.{b}", a=between(1, 7), b=between(1, 13)),
+            fmt("IEC 60364-4-41 clause {a}.{b}.{c}", a=between(410, 419), b=between(1, 6), c=between(1, 9)),
+        ),
+        "enzyme-ec": one_of(
+            fmt("EC {a}.{b}.{c}.{e}", a=between(1, 7), b=between(1, 20), c=between(1, 30), e=between(1, 200)),
+            enzymes,
+            fmt("EC {a}.{b}.{c}.-", a=between(1, 7), b=between(1, 20), c=between(1, 30)),
+        ),
+        "outline-number": one_of(
+            fmt(
+                "Step {a}.{b}.{c}.{e} – remove the cover",
+                a=between(1, 9),
+                b=between(1, 9),
+                c=between(1, 9),
+                e=between(1, 9),
+            ),
+            fmt("WBS {a}.{b}.{c}.{e}", a=between(1, 5), b=between(1, 9), c=between(1, 12), e=between(1, 20)),
+            fmt("cf. {a}.{b}.{c} above", a=between(1, 12), b=between(1, 9), c=between(1, 9)),
+            fmt(
+                "requirement {a}.{b}.{c}.{e}.{f}",
+                a=between(1, 9),
+                b=between(1, 9),
+                c=between(1, 9),
+                e=between(1, 9),
+                f=between(1, 9),
+            ),
+        ),
+        "oid": one_of(
+            pick(
+                "sha256WithRSAEncryption (1.2.840.113549.1.1.11)",
+                "rsaEncryption (1.2.840.113549.1.1.1)",
+                "id-ecPublicKey (1.2.840.10045.2.1)",
+                "prime256v1 (1.2.840.10045.3.1.7)",
+            ),
+            fmt("urn:oid:2.16.840.1.113883.{a}.{b}", a=between(1, 20), b=between(1, 300)),
+            fmt(
+                "X509v3 {x}",
+                x=pick(
+                    "Subject Alternative Name (2.5.29.17)",
+                    "Key Usage (2.5.29.15)",
+                    "Basic Constraints (2.5.29.19)",
+                    "CRL Distribution Points (2.5.29.31)",
+                    "Certificate Policies (2.5.29.32)",
+                    "Extended Key Usage (2.5.29.37)",
+                ),
+            ),
+            fmt(
+                "id-kp {x}", x=pick("1.3.6.1.5.5.7.3.1", "1.3.6.1.5.5.7.3.2", "1.3.6.1.5.5.7.3.3", "1.3.6.1.5.5.7.3.8")
+            ),
+        ),
+        "date-time-dotted": one_of(
+            fmt(
+                "{y}. {m}. {d}. 오후 {h}:{mi}",
+                y=between(2015, 2024),
+                m=between(1, 12),
+                d=between(1, 28),
+                h=between(1, 11),
+                mi=between(10, 59),
+            ),
+            fmt(
+                "{d}.{m}.{y} klo {h}.{mi}",
+                d=between(1, 28),
+                m=between(1, 12),
+                y=between(2015, 2024),
+                h=between(7, 22),
+                mi=between(10, 59),
+            ),
+            fmt("{d}.{m}.{y} г.", d=day, m=month, y=between(1995, 2024)),
+            fmt(
+                "{d}.{m}.{y}, {h}:{mi}:{s}",
+                d=day,
+                m=month,
+                y=between(2010, 2024),
+                h=padded(0, 23, 2),
+                mi=padded(0, 59, 2),
+                s=padded(0, 59, 2),
+            ),
+        ),
+        "classification-number": one_of(
+            fmt("UDC {a}.{b}.{c}", a=padded(4, 699, 3), b=between(1, 999), c=between(1, 9)),
+            fmt("DDC {a}.{b}", a=padded(1, 999, 3), b=between(1, 999)),
+            fmt("QA76.{a}.P{b} {y}", a=between(5, 99), b=between(10, 99), y=between(1995, 2024)),
+            fmt("tariff item {a}.{b}.00.{c}", a=between(8401, 8548), b=between(10, 90), c=between(10, 90)),
+        ),
+        "sports-stat": one_of(
+            fmt("slash line .{a}/.{b}/.{c}", a=between(200, 340), b=between(280, 450), c=between(350, 650)),
+            fmt(
+                "bowling figures of {o}-{m}-{r}-{w}",
+                o=between(4, 10),
+                m=between(0, 3),
+                r=between(15, 70),
+                w=between(0, 6),
+            ),
+            fmt(
+                "rounds of {a}-{b}-{c}-{d}", a=between(64, 76), b=between(64, 76), c=between(64, 76), d=between(64, 76)
+            ),
+            fmt("split of 1:{a}.{b}", a=between(42, 59), b=padded(0, 99, 2)),
+        ),
+        "amount-dotted": one_of(
+            fmt("Rp {a}.{b}.000.000", a=between(1, 9), b=padded(0, 950, 3)),
+            fmt("{a}.{b}.000 đ", a=between(1, 99), b=padded(0, 950, 3)),
+            fmt("CLP$ {a}.{b}", a=between(2, 99), b=padded(0, 990, 3)),
+        ),
+        "router-firmware": one_of(
+            fmt(
+                "NETGEAR {m} V1.0.{a}.{b}_{c}.{e}.{f}",
+                m=pick("R7000", "R6400v2", "RAX50", "R8000"),
+                a=between(9, 11),
+                b=between(100, 220),
+                c=between(1, 10),
+                e=between(0, 9),
+                f=between(1, 150),
+            ),
+            fmt("ASUSWRT 3.0.0.4.388_{a}", a=between(20000, 25999)),
+            fmt("RouterOS 7.{a}.{b}", a=between(1, 16), b=between(1, 3)),
+            fmt("OpenWrt 23.05.{a}", a=between(0, 5)),
+        ),
+        "address-pattern": one_of(  # a range or pattern written with wildcards: no one address
+            fmt("anything in {a}.x.x", a=pick("10.0", "172.16", "192.168")),
+            fmt("{a}.{b}.{c}.xxx", a=between(1, 223), b=between(0, 255), c=between(0, 255)),
+            fmt("Deny from {a}.{b}.{c}.*", a=between(1, 223), b=between(0, 255), c=between(0, 255)),
+        ),
+        "ip-invalid": one_of(
+            fmt("{a}.{b}.{c}.{e}", a=between(1, 223), b=between(0, 255), c=between(0, 255), e=between(256, 999)),
+            fmt("{a}.{b}.{c}.{e}", a=between(1, 223), b=between(256, 999), c=between(0, 255), e=between(0, 255)),
+            fmt(
+                "ping: {a}.{b}.{c}.{e}: Name or service not known",
+                a=between(1, 223),
+                b=between(0, 255),
+                c=between(256, 999),
+                e=between(0, 255),
+            ),
+        ),
+        "chem-registry": one_of(
+            fmt("CAS {a}-{b}-{c}", a=between(50, 99999), b=between(10, 99), c=between(0, 9)),
+            fmt("EC No. {a}-{b}-{c}", a=between(200, 310), b=padded(1, 999, 3), c=between(0, 9)),
+            fmt("PubChem CID {a}", a=between(100, 99999999)),
+            fmt("UN {a}", a=between(1001, 3550)),
+        ),
+    }
+
+
+THIRD_HELD_OUT_LOOKALIKES = _third_held_out_lookalikes()
+
+
+def third_held_out_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
+    """(item, kind, private, format, contexts) for the third held-out set: mostly IPv4 addresses."""
+    roll = rng.random()
+    if roll < 0.15:
+        item, form = held_out_email(rng)
+        return item, "email", False, form, HELD_OUT_CONTEXTS["email"]
+    if roll < 0.6:
+        private = rng.random() < 0.2
+        item = private_ipv4(rng) if private else public_ipv4(rng)
+        return item, "ipv4", private, "held-out-3-ipv4", THIRD_HELD_OUT_CONTEXTS["ipv4"]
+    if roll < 0.65:
+        item, form = public_ipv6(rng)
+        return item, "ipv6", False, f"held-out-3-{form}", HELD_OUT_CONTEXTS["ipv6"]
+    form = rng.choice(sorted(SECOND_HELD_OUT_PHONE_FORMATS))
+    item = SECOND_HELD_OUT_PHONE_FORMATS[form](rng)
+    return item, "phone", False, f"held-out-3-{form}", SECOND_HELD_OUT_CONTEXTS["phone"]
+
+
 # --- the set ----------------------------------------------------------------------------------
 
 
@@ -639,6 +1002,12 @@ def natural_candidates(text: str) -> list[tuple[int, int, str]]:
     # one candidate per span: an address that the phone pattern also matches is labelled once
     return sorted({(start, end): (start, end, kind) for start, end, kind in reversed(found)}.values())
 
+
+# by set: the tuning set (0), then the held-out sets 1 to 3
+ITEMS = (planted_item, held_out_item, second_held_out_item, third_held_out_item)
+HELD_OUT_SET_LOOKALIKES = (None, HELD_OUT_LOOKALIKES, SECOND_HELD_OUT_LOOKALIKES, THIRD_HELD_OUT_LOOKALIKES)
+SEEDS = (15, HELD_OUT_SEED, SECOND_HELD_OUT_SEED, THIRD_HELD_OUT_SEED)
+OUTPUTS = ("pii_set.jsonl", "pii_held_out.jsonl", "pii_held_out_2.jsonl", "pii_held_out_3.jsonl")
 
 Insertion = tuple[
     int, str, int, int, dict
@@ -670,13 +1039,13 @@ def planned_insertions(text: str, rng: random.Random, held_out: int = 0) -> list
     ends = [m.start() for m in re.finditer(r"\n|$", text)]
     insertions = []
     for _ in range(rng.randrange(5)):
-        item, kind, private, form, contexts = (planted_item, held_out_item, second_held_out_item)[held_out](rng)
+        item, kind, private, form, contexts = ITEMS[held_out](rng)
         sentence = " " + rng.choice(contexts).format(item)
         label = {"kind": kind, "origin": "planted", "private": private, "format": form}
         insertions.append((rng.choice(ends), sentence, sentence.index(item), len(item), label))
     for _ in range(rng.randrange(5)):
         if held_out:
-            lookalikes = HELD_OUT_LOOKALIKES if held_out == 1 else SECOND_HELD_OUT_LOOKALIKES
+            lookalikes = HELD_OUT_SET_LOOKALIKES[held_out]
             what = rng.choice(sorted(lookalikes))
             item = lookalikes[what](rng)
         else:
@@ -766,10 +1135,16 @@ def phone_sample(rows: list[dict], rng: random.Random) -> set[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ground-truth", type=Path, default=GROUND_TRUTH)
-    parser.add_argument("--out", type=Path, help="default out/pii_set.jsonl, out/pii_held_out[_2].jsonl")
-    parser.add_argument("--seed", type=int, help=f"default 15, {HELD_OUT_SEED}, {SECOND_HELD_OUT_SEED}")
+    parser.add_argument("--out", type=Path, help="default out/pii_set.jsonl, out/pii_held_out[_2|_3].jsonl")
+    parser.add_argument("--seed", type=int, help=f"default {', '.join(map(str, SEEDS))}")
     parser.add_argument(
-        "--held-out", type=int, nargs="?", const=1, default=0, choices=(1, 2), help="a held-out set: 1 (alone) or 2"
+        "--held-out",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        choices=(1, 2, 3),
+        help="a held-out set: 1 (alone), 2 or 3 (written blind, for IPv4)",
     )
     parser.add_argument("--candidates", action="store_true", help="print the natural candidates to hand-check")
     args = parser.parse_args()
@@ -781,8 +1156,8 @@ def main() -> int:
         print_candidates(rows, random.Random(15 if args.seed is None else args.seed))
         return 0
     labels = json.loads(LABELS.read_text()) if LABELS.is_file() else {}
-    seed = args.seed if args.seed is not None else (15, HELD_OUT_SEED, SECOND_HELD_OUT_SEED)[args.held_out]
-    out_path = args.out or ROOT / "out" / ("pii_set.jsonl", "pii_held_out.jsonl", "pii_held_out_2.jsonl")[args.held_out]
+    seed = args.seed if args.seed is not None else SEEDS[args.held_out]
+    out_path = args.out or ROOT / "out" / OUTPUTS[args.held_out]
     rng = random.Random(seed)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", encoding="utf-8") as out:
