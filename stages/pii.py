@@ -12,9 +12,7 @@ scripts/bench_pii.py score the same thing. What is masked and what is not (docs/
   `-1ubuntu1`, `+dfsg`, `~bpo11`), not after a version or numbering word (`version 1.2.3.4`, `release`,
   `build`, `linux`, `section`, `article`, `paragraph`, `Chrome/`): those are versions. Four numbers all below 16 (`3.11.4.1`,
   `4.2.1.3`, `1.2.3.4`) are a version or a section number too: one random public address in 65,000 looks so,
-  and the known ones (1.1.1.1, 8.8.8.8) are public resolvers, which name no one. Right after a word, as in
-  prose (`Redis 14.16.64.95`, `Rule 17.7.6.4`), a quad is an address only when its clause holds a
-  networking word (`IP`, `server`, `ping`) or a port, prefix or range follows it (`:8080`, `/24`).
+  and the known ones (1.1.1.1, 8.8.8.8) are public resolvers, which name no one.
 - IPv6: what `ipaddress` accepts, among runs of hex digits and colons holding at least one digit (times such
   as 12:30:45 and MAC addresses fail it).
 - Only globally routable addresses (`is_global`) unless `mask_private_ips`: 10.x, 192.168.x, 127.0.0.1, ::1,
@@ -69,28 +67,6 @@ _VERSION_CUE = re.compile(
     r"clause|article|art|paragraph|para|step|figure|fig|table)\.?\s*[:#]?\s*|§\s*|[A-Za-z]/)$",
     re.IGNORECASE,
 )
-
-# A dotted quad right after a word, as in running prose (`Redis 14.16.64.95`, `Rule 17.7.6.4`), is a version
-# or a number unless the clause says it is an address: an address is written in a slot (after `:`, `=`, `(`,
-# `,`, `@`, `//`, at a line's start), with a port or prefix (`:8080`, `/24`, ` port 22`), or after a
-# networking word. The words are networking vocabulary, not words seen in a test set. After `and` or `or` the
-# quad goes on a list (`1.2.3.4 and 5.6.7.8`), a slot like a comma.
-_AFTER_WORD = re.compile(r"(?<![\w'’-])(?!(?i:and|or|und|oder|et|ou|y|o)\s)(?=[\w'’-]*[^\W\d_])[\w'’-]+\s+$")
-_NETWORK_WORD = re.compile(
-    r"\b(?:ip|ips|ipv4|ip4|addr|address|addresses|adresse|adressen|adres|adresa|direcci[oó]n|indirizzo|endere[cç]o|"
-    r"адрес|host|hosts|hostname|server|servers|serveur|servidor|client|clients|peer|node|gateway|gw|router|modem|"
-    r"dns|nameserver|resolver|resolves?|resolved|proxy|vpn|firewall|nat|wan|lan|subnet|netmask|network|inet|src|"
-    r"dst|source|destination|remote|listen|listening|bind|route|via|ping|pinged|pinging|traceroute|tracert|ssh|"
-    r"telnet|ftp|smtp|https?|connect|connected|connecting|connection|reach|reached|reachable|unreachable|whitelist|"
-    r"whitelisted|allowlist|blacklist|blacklisted|blocklist|blocked|ban|banned|unban|allow|deny|denied|spam|abuse|"
-    r"attack|attacker|attacks|scan|scanner|lookup|nslookup|whois|visitor)\b",
-    re.IGNORECASE,
-)
-# The clause a networking word must be in: after the last number, bracket, colon and sentence end (the word
-# must speak of this number, not of one before it).
-_CLAUSE_START = re.compile(r".*(?:\d|[)\]:;]|[.!?]\s|\n)", re.S)
-_ADDRESS_AFTER = re.compile(r"(?::\d|/\d|\s+port\b|-\d{1,3}\.\d)", re.IGNORECASE)  # a port, a prefix, a range
-_CLAUSE_WINDOW = 48  # characters before a candidate that its clause is looked for in
 
 _NOT_DIGIT_END = r"(?![\w]|[.,/-]\d)"  # the number ends here: no digit or word goes on after a separator
 # After a phone number's first character: not inside a word or a number, nor after a run of digit groups (IBAN)
@@ -163,22 +139,10 @@ def _small_numbers(candidate: str) -> bool:
     return all(int(number) < 16 for number in candidate.split("."))
 
 
-def _prose_number(text: str, start: int, end: int) -> bool:
-    """The dotted quad at start:end comes right after a word, and nothing in its clause or right after it says
-    it is an address (see _AFTER_WORD)."""
-    before = text[max(0, start - _CLAUSE_WINDOW) : start]
-    if not _AFTER_WORD.search(before) or _ADDRESS_AFTER.match(text, end):
-        return False
-    clause = _CLAUSE_START.match(before)
-    return not _NETWORK_WORD.search(before, clause.end() if clause else 0)
-
-
 def ipv4_spans(text: str, private_too: bool = False) -> Iterator[tuple[int, int]]:
     for match in _IPV4.finditer(text):
         address = _address(match[0])
         if address is None or _VERSION_CUE.search(_before(text, match.start())):
-            continue
-        if _prose_number(text, match.start(), match.end()):
             continue
         if address.is_global and not _small_numbers(match[0]) or private_too and not address.is_global:
             yield match.span()
