@@ -83,6 +83,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-datatrove", action="store_true", help="run crawlbelt's pass only")
     parser.add_argument("--no-hashing", action="store_true", help="leave out the dedup pass's SHA-1 and MinHash")
     parser.add_argument(
+        "--datatrove-language",
+        action="store_true",
+        help="also run datatrove's chain with its LanguageFilter (our lid.176 file, languages and threshold), "
+        "as ours does language ID",
+    )
+    parser.add_argument(
         "--profile", metavar="FILE", help="write a cProfile of our pass to FILE (slower run; METHOD-FILE with several)"
     )
     parser.add_argument(
@@ -307,15 +313,26 @@ DATATROVE_RUNNER = textwrap.dedent(
 
     folder, names = sys.argv[1], json.loads(sys.argv[2])
     repeat = int(sys.argv[3])
+    language = json.loads(sys.argv[4])  # None, or our language settings: datatrove's LanguageFilter added
+    def chain():
+        steps = [Trafilatura(), GopherRepetitionFilter(), GopherQualityFilter()]
+        if language:
+            from datatrove.pipeline.filters import LanguageFilter
+            import datatrove.utils.lid as lid
+            # its download helper returns our model file (lid.176, offline) instead of fetching it
+            lid.cached_asset_path_or_download = lambda *args, **kwargs: language["model_path"]
+            steps.insert(1, LanguageFilter(languages=language["languages"],
+                                           language_threshold=language["threshold"]))
+        return steps
     # Warm-up outside the clock, on a throw-away chain: the filters load spaCy's English tokenizer. Trafilatura
     # extracts in a forked helper process; importing it here first means each helper starts with it loaded.
     import trafilatura
     from datatrove.data import Document
     warm = [Document(text="<html><body><p>" + "the river carries sand to the sea and builds a delta. " * 20
                      + "</p></body></html>", id="warm")]
-    for step in [Trafilatura(), GopherRepetitionFilter(), GopherQualityFilter()]:
+    for step in chain():
         warm = list(step.run(iter(warm), 0, 1))
-    steps = [Trafilatura(), GopherRepetitionFilter(), GopherQualityFilter()]
+    steps = chain()
     readers = [WarcReader(folder, glob_pattern=name) for name in names]
 
     def documents():
@@ -352,7 +369,7 @@ DATATROVE_RUNNER = textwrap.dedent(
 )
 
 
-def run_datatrove(files: list[str], repeat: int) -> dict:
+def run_datatrove(files: list[str], repeat: int, language: dict | None = None) -> dict:
     python = datatrove_python()
     folders = {os.path.dirname(f) for f in files}
     if len(folders) != 1:
@@ -370,7 +387,7 @@ def run_datatrove(files: list[str], repeat: int) -> dict:
     }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.run(
-        [str(python), "-c", DATATROVE_RUNNER, folder, json.dumps(names), str(repeat)],
+        [str(python), "-c", DATATROVE_RUNNER, folder, json.dumps(names), str(repeat), json.dumps(language)],
         capture_output=True,
         text=True,
         env=env,
@@ -382,6 +399,7 @@ def run_datatrove(files: list[str], repeat: int) -> dict:
     result = json.loads(process.stdout.strip().splitlines()[-1])
     result["process_cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     result["docs_per_cpu_s"] = result["documents"] / result["cpu_s"]
+    result["language_filter"] = language is not None
     result["version"] = subprocess.run(
         [str(python), "-c", "import importlib.metadata as m; print(m.version('datatrove'), m.version('trafilatura'))"],
         capture_output=True,
@@ -429,10 +447,15 @@ def report(ours: dict, core: int) -> str:
     return "\n".join(lines)
 
 
+# Our stages that datatrove's chain has no counterpart for: the like-for-like figure leaves them out.
+NOT_IN_DATATROVE = ("classifier", "dedup_normalize", "exact_keys", "minhash")
+
+
 def report_datatrove(runs: list[dict], theirs: dict) -> str:
     lines = []
+    chain = "with LanguageFilter" if theirs.get("language_filter") else "without language ID"
     lines.append(
-        f"datatrove {' / trafilatura '.join(theirs['version'])}: {theirs['documents']} documents read "
+        f"datatrove {' / trafilatura '.join(theirs['version'])}, {chain}: {theirs['documents']} documents read "
         f"(its reader's count), {theirs['kept']} kept, {theirs['cpu_s']:.2f} CPU-s "
         f"({theirs['wall_s']:.2f} s wall; whole subprocess with start-up {theirs['process_cpu_s']:.2f} CPU-s), "
         f"{theirs['docs_per_cpu_s']:.1f} documents per CPU-second, peak RSS {theirs['peak_rss_mib']:.0f} MiB"
@@ -445,12 +468,31 @@ def report_datatrove(runs: list[dict], theirs: dict) -> str:
             f"ratio, ours ({ours['method']}) / datatrove's documents per CPU-second: "
             f"{ours['docs_per_cpu_s'] / theirs['docs_per_cpu_s']:.2f}x"
         )
+        if theirs.get("language_filter"):
+            same_work = ours["cpu_s"] - sum(ours["stage_cpu_s"].get(name, 0.0) for name in NOT_IN_DATATROVE)
+            lines.append(
+                f"  like for like (ours without {', '.join(NOT_IN_DATATROVE)}: {same_work:.2f} CPU-s): "
+                f"{ours['documents'] / same_work / theirs['docs_per_cpu_s']:.2f}x"
+            )
     return "\n".join(lines)
 
 
 def _datatrove_shares(seconds: dict) -> dict[str, float]:
     whole = sum(seconds.values())
     return {name: 100 * s / whole for name, s in seconds.items()} if whole else {}
+
+
+def language_settings(config_path: str, overrides: list[str]) -> dict:
+    """Our language stage's model file, languages and threshold, for datatrove's LanguageFilter."""
+    from pipeline.config import load_config
+    from stages.langid import default_lid_model_path
+
+    language = load_config(config_path, overrides=overrides).language
+    return {
+        "model_path": language.model_path or default_lid_model_path(),
+        "languages": list(language.languages),
+        "threshold": language.threshold,
+    }
 
 
 def main(argv=None) -> None:
@@ -488,6 +530,9 @@ def main(argv=None) -> None:
     if not args.no_datatrove:
         theirs = run_datatrove(files, args.repeat)
         print(report_datatrove(runs, theirs))
+        if args.datatrove_language:
+            theirs = [theirs, run_datatrove(files, args.repeat, language_settings(args.config, args.overrides))]
+            print(report_datatrove(runs, theirs[1]))
     if args.json:
         Path(args.json).write_text(
             json.dumps(
