@@ -526,13 +526,13 @@ def main(argv=None) -> None:
         ours["method"] = method
         runs.append(ours)
         print(report(ours, core), "\n", flush=True)
-    theirs = None
+    theirs = []  # datatrove's chain, then with its language filter
     if not args.no_datatrove:
-        theirs = run_datatrove(files, args.repeat)
-        print(report_datatrove(runs, theirs))
+        theirs.append(run_datatrove(files, args.repeat))
         if args.datatrove_language:
-            theirs = [theirs, run_datatrove(files, args.repeat, language_settings(args.config, args.overrides))]
-            print(report_datatrove(runs, theirs[1]))
+            theirs.append(run_datatrove(files, args.repeat, language_settings(args.config, args.overrides)))
+        for chain in theirs:
+            print(report_datatrove(runs, chain))
     if args.json:
         Path(args.json).write_text(
             json.dumps(

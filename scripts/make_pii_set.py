@@ -1005,7 +1005,7 @@ def natural_candidates(text: str) -> list[tuple[int, int, str]]:
 
 # by set: the tuning set (0), then the held-out sets 1 to 3
 ITEMS = (planted_item, held_out_item, second_held_out_item, third_held_out_item)
-HELD_OUT_SET_LOOKALIKES = (None, HELD_OUT_LOOKALIKES, SECOND_HELD_OUT_LOOKALIKES, THIRD_HELD_OUT_LOOKALIKES)
+HELD_OUT_SET_LOOKALIKES = {1: HELD_OUT_LOOKALIKES, 2: SECOND_HELD_OUT_LOOKALIKES, 3: THIRD_HELD_OUT_LOOKALIKES}
 SEEDS = (15, HELD_OUT_SEED, SECOND_HELD_OUT_SEED, THIRD_HELD_OUT_SEED)
 OUTPUTS = ("pii_set.jsonl", "pii_held_out.jsonl", "pii_held_out_2.jsonl", "pii_held_out_3.jsonl")
 
