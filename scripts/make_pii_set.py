@@ -79,12 +79,15 @@ lookalikes: [{start, end, what, origin}], ignore: [[start, end], ...]}.
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import json
 import random
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUND_TRUTH = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
@@ -507,22 +510,39 @@ def _held_out_lookalikes() -> dict:
 HELD_OUT_LOOKALIKES = _held_out_lookalikes()
 
 
-def held_out_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
-    """(item, kind, private, format, contexts) for the held-out set."""
+class HeldOutMix(NamedTuple):
+    """How a held-out set draws its planted items: a roll below `email` is an e-mail address, below `ipv4` an
+    IPv4 address (a fifth of them private), below `ipv6` an IPv6 one (a fifth private where `ipv6_private`),
+    else a phone number of `phone_formats`; `contexts` by kind, formats named `prefix-...`."""
+
+    prefix: str
+    email: float
+    ipv4: float
+    ipv6: float
+    ipv6_private: bool
+    contexts: dict
+    phone_formats: dict
+
+
+def held_out_item(rng: random.Random, mix: HeldOutMix) -> tuple[str, str, bool, str, list[str]]:
+    """(item, kind, private, format, contexts) for a held-out set."""
     roll = rng.random()
-    if roll < 0.25:
+    if roll < mix.email:
         item, form = held_out_email(rng)
-        return item, "email", False, form, HELD_OUT_CONTEXTS["email"]
-    if roll < 0.45:
+        return item, "email", False, form, mix.contexts["email"]
+    if roll < mix.ipv4:
         private = rng.random() < 0.2
         item = private_ipv4(rng) if private else public_ipv4(rng)
-        return item, "ipv4", private, "held-out-ipv4", HELD_OUT_CONTEXTS["ipv4"]
-    if roll < 0.55:
-        private = rng.random() < 0.2
+        return item, "ipv4", private, f"{mix.prefix}-ipv4", mix.contexts["ipv4"]
+    if roll < mix.ipv6:
+        private = mix.ipv6_private and rng.random() < 0.2
         item, form = (private_ipv6(rng), "ipv6-private") if private else public_ipv6(rng)
-        return item, "ipv6", private, f"held-out-{form}", HELD_OUT_CONTEXTS["ipv6"]
-    form = rng.choice(sorted(HELD_OUT_PHONE_FORMATS))
-    return HELD_OUT_PHONE_FORMATS[form](rng), "phone", False, f"held-out-{form}", HELD_OUT_CONTEXTS["phone"]
+        return item, "ipv6", private, f"{mix.prefix}-{form}", mix.contexts["ipv6"]
+    form = rng.choice(sorted(mix.phone_formats))
+    return mix.phone_formats[form](rng), "phone", False, f"{mix.prefix}-{form}", mix.contexts["phone"]
+
+
+HELD_OUT_MIX = HeldOutMix("held-out", 0.25, 0.45, 0.55, True, HELD_OUT_CONTEXTS, HELD_OUT_PHONE_FORMATS)
 
 
 # --- the second held-out set (--held-out 2) ---------------------------------------------------
@@ -631,22 +651,15 @@ def _second_held_out_lookalikes() -> dict:
 SECOND_HELD_OUT_LOOKALIKES = _second_held_out_lookalikes()
 
 
-def second_held_out_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
-    """(item, kind, private, format, contexts) for the second held-out set."""
-    roll = rng.random()
-    if roll < 0.2:
-        item, form = held_out_email(rng)
-        return item, "email", False, form, HELD_OUT_CONTEXTS["email"]
-    if roll < 0.5:
-        private = rng.random() < 0.2
-        item = private_ipv4(rng) if private else public_ipv4(rng)
-        return item, "ipv4", private, "held-out-2-ipv4", SECOND_HELD_OUT_CONTEXTS["ipv4"]
-    if roll < 0.55:
-        item, form = public_ipv6(rng)
-        return item, "ipv6", False, f"held-out-2-{form}", HELD_OUT_CONTEXTS["ipv6"]
-    form = rng.choice(sorted(SECOND_HELD_OUT_PHONE_FORMATS))
-    item = SECOND_HELD_OUT_PHONE_FORMATS[form](rng)
-    return item, "phone", False, f"held-out-2-{form}", SECOND_HELD_OUT_CONTEXTS["phone"]
+SECOND_HELD_OUT_MIX = HeldOutMix(
+    "held-out-2",
+    0.2,
+    0.5,
+    0.55,
+    False,
+    {**HELD_OUT_CONTEXTS, **SECOND_HELD_OUT_CONTEXTS},  # e-mail and IPv6 contexts of the first
+    SECOND_HELD_OUT_PHONE_FORMATS,
+)
 
 
 # --- the third held-out set (--held-out 3) ----------------------------------------------------
@@ -967,22 +980,15 @@ def _third_held_out_lookalikes() -> dict:
 THIRD_HELD_OUT_LOOKALIKES = _third_held_out_lookalikes()
 
 
-def third_held_out_item(rng: random.Random) -> tuple[str, str, bool, str, list[str]]:
-    """(item, kind, private, format, contexts) for the third held-out set: mostly IPv4 addresses."""
-    roll = rng.random()
-    if roll < 0.15:
-        item, form = held_out_email(rng)
-        return item, "email", False, form, HELD_OUT_CONTEXTS["email"]
-    if roll < 0.6:
-        private = rng.random() < 0.2
-        item = private_ipv4(rng) if private else public_ipv4(rng)
-        return item, "ipv4", private, "held-out-3-ipv4", THIRD_HELD_OUT_CONTEXTS["ipv4"]
-    if roll < 0.65:
-        item, form = public_ipv6(rng)
-        return item, "ipv6", False, f"held-out-3-{form}", HELD_OUT_CONTEXTS["ipv6"]
-    form = rng.choice(sorted(SECOND_HELD_OUT_PHONE_FORMATS))
-    item = SECOND_HELD_OUT_PHONE_FORMATS[form](rng)
-    return item, "phone", False, f"held-out-3-{form}", SECOND_HELD_OUT_CONTEXTS["phone"]
+THIRD_HELD_OUT_MIX = HeldOutMix(  # mostly IPv4 addresses; the other kinds as in the second set
+    "held-out-3",
+    0.15,
+    0.6,
+    0.65,
+    False,
+    {**HELD_OUT_CONTEXTS, "phone": SECOND_HELD_OUT_CONTEXTS["phone"], "ipv4": THIRD_HELD_OUT_CONTEXTS["ipv4"]},
+    SECOND_HELD_OUT_PHONE_FORMATS,
+)
 
 
 # --- the set ----------------------------------------------------------------------------------
@@ -1004,7 +1010,10 @@ def natural_candidates(text: str) -> list[tuple[int, int, str]]:
 
 
 # by set: the tuning set (0), then the held-out sets 1 to 3
-ITEMS = (planted_item, held_out_item, second_held_out_item, third_held_out_item)
+ITEMS: tuple[Callable[[random.Random], tuple[str, str, bool, str, list[str]]], ...] = (
+    planted_item,
+    *(functools.partial(held_out_item, mix=mix) for mix in (HELD_OUT_MIX, SECOND_HELD_OUT_MIX, THIRD_HELD_OUT_MIX)),
+)
 HELD_OUT_SET_LOOKALIKES = {1: HELD_OUT_LOOKALIKES, 2: SECOND_HELD_OUT_LOOKALIKES, 3: THIRD_HELD_OUT_LOOKALIKES}
 SEEDS = (15, HELD_OUT_SEED, SECOND_HELD_OUT_SEED, THIRD_HELD_OUT_SEED)
 OUTPUTS = ("pii_set.jsonl", "pii_held_out.jsonl", "pii_held_out_2.jsonl", "pii_held_out_3.jsonl")
