@@ -3,6 +3,7 @@ a tiny model, token shards made from the fixture crawl's articles by a real BPE 
 
 import json
 import os
+import pickle
 import shutil
 import signal
 import statistics
@@ -352,6 +353,32 @@ def test_train_mistakes_are_one_line_config_errors_before_anything_starts(
         }[arguments[-1].split(".")[-1]]
         assert "step-00000024 was made with another model shape (" in error and changed in error
     assert sorted(p.name for p in (resumable / "train").iterdir()) == ["checkpoints"]  # nothing written
+
+
+class _Planted:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):  # unpickling this runs a command
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_checkpoint_metadata_is_refused_in_one_line_and_nothing_in_it_runs(
+    corpus, resumable, tmp_path, capsys
+):
+    data = tmp_path / "out"
+    shutil.copytree(resumable, data)
+    latest = complete_checkpoints(data / "train" / "checkpoints")[-1]
+    marker = tmp_path / "ran"
+    (latest / ".metadata").write_bytes(pickle.dumps({"storage_data": [_Planted(marker)]}))
+    code = main(["train", str(corpus / "train.yaml"), "--data", str(data)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err == (
+        f"config error: train.data: {latest}/.metadata names posix.system, which no DCP checkpoint holds: it was "
+        f"not written by crawlbelt and is not loaded; move {data / 'train'} away to start a new run\n"
+    )
+    assert not marker.exists()
 
 
 @pytest.mark.slow

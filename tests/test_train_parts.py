@@ -1,13 +1,20 @@
 """The train stage's parts in one process: the median rule, the schedule, the shard reader, the model,
 clipping with a loss scale, checkpoint discovery and the train config."""
 
+import os
+import pickle
+import warnings
+
 import numpy as np
 import pytest
 import torch
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 
 from helpers import ROOT
 from pipeline.config import ConfigError, load_config
-from pipeline.train.resume import complete_checkpoints
+from pipeline.train.checkpoint import MetadataCheckedReader
+from pipeline.train.resume import UnsafeCheckpointError, check_metadata, complete_checkpoints, load_metadata
 from pipeline.train.data import IGNORE, TokenShards
 from pipeline.train.distributed import clip_grad_norm_
 from pipeline.train.loop import lr_factor, spike_median
@@ -110,6 +117,49 @@ def test_only_complete_checkpoints_are_found(tmp_path):
         for f in files:
             (tmp_path / name / f).write_text("{}")
     assert [p.name for p in complete_checkpoints(tmp_path)] == ["step-00000004", "step-00000008", "step-00000012"]
+
+
+class _Planted:
+    """What a hostile .metadata pickles: an object whose unpickling runs a command."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_checkpoint_metadata_loads_without_running_code(tmp_path):
+    model = torch.nn.Linear(4, 3)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    with warnings.catch_warnings():  # one process without torch.distributed: DCP says so
+        warnings.simplefilter("ignore")
+        dcp.save(state, checkpoint_id=str(tmp_path / "good"))
+        # DCP's own metadata passes the check and loads back through the checked reader
+        check_metadata(tmp_path / "good")
+        with open(tmp_path / "good" / ".metadata", "rb") as stream:
+            assert load_metadata(stream) == pickle.loads((tmp_path / "good" / ".metadata").read_bytes())
+        loaded = {"model": torch.nn.Linear(4, 3).state_dict(), "optimizer": state["optimizer"]}
+        dcp.load(loaded, storage_reader=MetadataCheckedReader(str(tmp_path / "good")))
+    assert torch.equal(loaded["model"]["weight"], model.weight)
+
+    marker = tmp_path / "ran"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / ".metadata").write_bytes(pickle.dumps({"storage_data": [_Planted(marker)]}))
+    with pytest.raises(UnsafeCheckpointError, match="^posix.system$"), open(bad / ".metadata", "rb") as stream:
+        load_metadata(stream)
+    with pytest.raises(ConfigError, match="names posix.system, which no DCP checkpoint holds"):
+        check_metadata(bad)
+    with pytest.raises(CheckpointException, match="posix.system"):  # DCP gathers each rank's error into one
+        dcp.load(loaded, storage_reader=MetadataCheckedReader(str(bad)))
+    assert not marker.exists()  # nothing in the file ran
+    (bad / ".metadata").write_bytes(b"not a pickle")
+    with pytest.raises(ConfigError, match="is not a readable DCP checkpoint"):
+        check_metadata(bad)
 
 
 @pytest.mark.parametrize(

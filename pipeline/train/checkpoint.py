@@ -25,9 +25,24 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import FileSystemReader
+from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from pipeline.train.resume import complete_checkpoints
+from pipeline.train.resume import complete_checkpoints, load_metadata
+
+
+class MetadataCheckedReader(FileSystemReader):
+    """DCP's file reader, reading `.metadata` without unpickling anything DCP does not write there (the tensor
+    files DCP already reads with `weights_only=True`)."""
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        with self.fs.create_stream(self._get_metadata_path(kwargs.get("rank")), "rb") as stream:
+            metadata = load_metadata(stream)
+        if getattr(metadata, "storage_meta", None) is None:  # as FileSystemReader.read_metadata does
+            metadata.storage_meta = StorageMeta()
+        metadata.storage_meta.load_id = self.load_id
+        return metadata
 
 
 def rng_states() -> dict:
@@ -121,7 +136,7 @@ class Checkpointer:
         """Load model, optimizer and this rank's RNG states from `path`; returns its state.json."""
         model_state, optimizer_state = get_state_dict(model, optimizer)
         tensors: dict[str, Any] = {"model": model_state, "optimizer": optimizer_state}
-        dcp.load(tensors, checkpoint_id=str(path))
+        dcp.load(tensors, storage_reader=MetadataCheckedReader(str(path)))
         set_state_dict(model, optimizer, model_state_dict=tensors["model"], optim_state_dict=tensors["optimizer"])
         rng = path / f"rng-rank{self.rank}.pt"
         if rng.exists():  # absent when resuming on more workers than saved
