@@ -13,8 +13,10 @@ import re
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
+from pipeline import redact
 from pipeline.config import ConfigError, load_config
 from pipeline.train.plan import parse_count
 
@@ -138,6 +140,15 @@ def write_report(out_dir: str, output: str | None) -> int:
 
 
 def main(argv=None) -> int:
+    with redact.masked_console():  # no credential reaches the console (pipeline/redact.py)
+        try:
+            return run_command(argv)
+        except Exception:  # a bug: its traceback through the mask (Python would print it after the mask is gone)
+            traceback.print_exc()
+            return 1
+
+
+def run_command(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "plan":
         return plan_command(args)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import yaml
 
+from pipeline import redact
 from stages.c4 import read_bad_words
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
@@ -419,13 +420,25 @@ class Config:
     packing: PackingConfig = field(default_factory=PackingConfig)
 
     def to_dict(self) -> dict:
-        """The settings as written into manifest.json and run.log: a secret key is not shown."""
+        """The settings as written into manifest.json and run.log, credentials masked (pipeline/redact.py)."""
         settings = dataclasses.asdict(self)
         for source in settings["sources"]:
             del source["files"]  # the manifest lists its inputs
         if settings["storage"]["secret_access_key"]:
-            settings["storage"]["secret_access_key"] = "(not shown)"
-        return settings
+            settings["storage"]["secret_access_key"] = redact.HIDDEN
+        for key in settings["spark"]["conf"]:
+            if redact.is_secret_name(key):
+                settings["spark"]["conf"][key] = redact.HIDDEN
+        return redact.tree(settings)
+
+    def secrets(self) -> list[str | None]:
+        """The secret values this config holds, to be masked wherever they appear."""
+        conf = self.spark.conf
+        return [
+            self.storage.secret_access_key,
+            *(value for key, value in conf.items() if redact.is_secret_name(key)),
+            *redact.userinfo_in(dataclasses.asdict(self)),
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,6 +607,7 @@ def read_config(path: str | None, overrides: Sequence[str] = (), problems: Probl
         apply_override(raw, assignment)
     found = Problems() if problems is None else problems
     config = _build(Config, raw, "", found)
+    redact.remember(config.secrets())
     if problems is None:
         found.raise_any()
     return config
@@ -1135,7 +1149,7 @@ def _check_s3_output(config: Config) -> None:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output, which this run replaces")
     try:
         kind = output_kind(config.output, config.storage)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: pyarrow's ArrowInvalid for a URI it cannot take
         raise ConfigError(f"output {config.output!r}: {' '.join(str(exc).split())}") from None
     if kind is None:
         raise ConfigError(

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline import engine, spec
+from pipeline import engine, redact, spec
 from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
 
@@ -244,7 +244,7 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
 
 
 def write_manifest(out: Path, manifest: dict) -> None:
-    write_atomic(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    write_atomic(out / "manifest.json", json.dumps(redact.tree(manifest), indent=2) + "\n")
 
 
 def write_table(table: pa.Table, path: Path) -> None:

@@ -19,6 +19,8 @@ from typing import TextIO
 
 import yaml
 
+from pipeline import redact
+
 RUN_LOG = "run.log"
 # The loggers whose lines reach the console: the root (crawlbelt's lines, Python's warnings) and Ray's own,
 # which keep their records to themselves.
@@ -59,9 +61,9 @@ class RunLog(logging.Handler):
         self.write(datetime.fromtimestamp(record.created), self.layout.format(record))
 
     def write(self, when: datetime, text: str) -> None:
-        """Each line of `text` with the time."""
+        """Each line of `text` with the time, credentials masked."""
         stamp = when.astimezone().isoformat(timespec="milliseconds")
-        self._append([f"{stamp} {line}\n" for line in text.rstrip("\n").split("\n")])
+        self._append([f"{stamp} {line}\n" for line in redact.text(text).rstrip("\n").split("\n")])
 
     def _append(self, lines: list[str]) -> None:
         with self.lock:

@@ -34,10 +34,10 @@ def spark_missing() -> str | None:
 needs_spark = pytest.mark.skipif(spark_missing() is not None, reason=str(spark_missing()))
 
 
-def cli(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = ROOT, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     """`python -m pipeline ARGS` in a subprocess, its output captured as text."""
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "pipeline", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
     )
 
 
