@@ -83,7 +83,16 @@ def parse_args(argv):
         metavar="KEY.PATH=VALUE",
         help="override one config value in the job",
     )
-    submit.add_argument("--working-dir", help="folder sent to the cluster (default: the config's folder)")
+    submit.add_argument(
+        "--working-dir", help="folder the job's files are taken from, the config inside it (default: its folder)"
+    )
+    submit.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="send these files of the working directory too (besides the config and the files it names)",
+    )
     submit.add_argument(
         "--env",
         action="append",

@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT
+from pipeline.config import read_config
+from pipeline.submit import job_files
 from ray_cluster import RAY, LocalCluster, cluster_env, free_ports
 from test_s3 import CREDENTIALS
 from test_s3 import client as s3_client
@@ -59,6 +61,7 @@ def two_node_run(cluster, tmp_path_factory):
     folder = tmp_path_factory.mktemp("two-nodes")
     # per-task resources from the config, as a cluster run would set them
     config = job_config(folder / "job", folder / "out", resources={"filter": {"num_cpus": 1}})
+    (config.parent / ".env").write_text("AWS_SECRET_ACCESS_KEY=not-for-the-cluster\n")  # never sent
     result = submit(config, cluster.dashboard, "--wait", "--submission-id", "crawlbelt-test-two-nodes")
     return result, folder / "out"
 
@@ -68,6 +71,9 @@ def test_submitted_job_runs_on_both_nodes(cluster, two_node_run):
     result, out = two_node_run
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "crawlbelt-test-two-nodes" in result.stdout and "succeeded" in result.stdout
+    job = out.parent / "job"  # the config alone: its inputs are absolute paths, and .env beside it stays here
+    size = (job / "job.yaml").stat().st_size
+    assert f"submit: sending 1 files, {size:,} bytes, from {job}: job.yaml\n" in result.stdout
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["invariants"] and all(manifest["invariants"].values()), manifest["invariants"]
     counts = manifest["counts"]
@@ -92,6 +98,67 @@ def test_submit_refuses_a_relative_output(tmp_path):
     config = job_config(tmp_path / "job", Path("relative/out"))
     result = submit(config, "http://127.0.0.1:1")
     assert result.returncode == 2 and "absolute path" in result.stderr
+
+
+def test_submit_sends_only_what_the_job_needs(tmp_path):
+    project = tmp_path / "project"
+    files = {
+        "configs/job.yaml": "",
+        "configs/good.txt": "good text\n",
+        "configs/bad.txt": "bad text\n",
+        "data/a.warc.gz": "",
+        "data/b.warc.gz": "",
+        "mystage/__init__.py": "",
+        "mystage/filters.py": "def keep(batch):\n    return {}\n",
+        "notes.txt": "not named by the config\n",
+        # what a project folder also holds, and a job never needs
+        ".env": "AWS_SECRET_ACCESS_KEY=abc\n",
+        ".git/config": "[remote] url = https://ghp_token@github.com/x\n",
+        ".venv/bin/python": "",
+        "id_ed25519": "PRIVATE KEY\n",
+        "deploy.pem": "",
+        "out/old/manifest.json": "{}",
+        "data/.cache/x": "",
+    }
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    raw = yaml.safe_load((CONFIGS / "local.yaml").read_text())
+    raw.update(output="../out/old", sources=[{"name": "web", "input": ["../data/*.warc.gz"]}])
+    raw["classifier"].update(good_examples=["good.txt"], bad_examples=["bad.txt"])
+    (project / "configs" / "job.yaml").write_text(yaml.safe_dump(raw))
+    config = project / "configs" / "job.yaml"
+    loaded = read_config(str(config), ["stages=[extract, {use: 'mystage.filters:keep'}]"])
+    sent = [str(p) for p in job_files(config, project, loaded, [])]
+    assert sent == [
+        "configs/bad.txt",
+        "configs/good.txt",
+        "configs/job.yaml",
+        "data/a.warc.gz",
+        "data/b.warc.gz",
+        "mystage/__init__.py",
+        "mystage/filters.py",
+    ]
+    assert "notes.txt" in [str(p) for p in job_files(config, project, loaded, ["notes.txt"])]
+
+    raw["classifier"]["good_examples"] = ["../.env"]  # named by the config, still never sent
+    (project / "configs" / "job.yaml").write_text(yaml.safe_dump(raw))
+    result = submit(config, "http://127.0.0.1:1", "--working-dir", str(project), "--output", str(tmp_path / "o"))
+    assert result.returncode == 2 and result.stderr == (
+        "submit: '.env' would be sent to the cluster, and a hidden, key or credential file never is; "
+        "pass secrets with --env NAME\n"
+    )
+    raw["classifier"]["good_examples"] = ["good.txt"]
+    (project / "configs" / "job.yaml").write_text(yaml.safe_dump(raw))
+    for include, expected in [
+        ("*.pem", "submit: 'deploy.pem' would be sent to the cluster, and a hidden, key or credential file never is"),
+        ("docs/*.md", "config error: --include 'docs/*.md': no file matches it in "),
+    ]:
+        result = submit(
+            config, "http://127.0.0.1:1", "--working-dir", str(project), "--include", include, "--output", "/o"
+        )
+        assert result.returncode == 2 and result.stderr.startswith(expected), result.stderr
+        assert len(result.stderr.splitlines()) == 1
 
 
 @pytest.mark.cluster
