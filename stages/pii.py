@@ -57,9 +57,10 @@ _LOCAL_PART_MAX, _DOMAIN_MAX = 64, 255  # RFC 5321's limits: an address lies wit
 _IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d|[-+~]\d*[^\W\d_])")
 # Two colons with at most four hex digits between them: in every IPv6 address, and in few texts.
 _IPV6_HINT = re.compile(r":[0-9A-Fa-f]{0,4}:")
-# Hex groups and colons with a digit among them, optionally ending in a dotted IPv4 (::ffff:192.0.2.1).
+# Hex groups and colons with a digit among them, optionally ending in a dotted IPv4 (::ffff:192.0.2.1). The
+# digit is looked for within the 39 characters an address can have, not along a whole run of colons.
 _IPV6 = re.compile(
-    r"(?<![\w])(?=[0-9A-Fa-f:]*\d)(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?![\w:])"
+    r"(?<![\w])(?=[0-9A-Fa-f:]{0,38}\d)(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?(?![\w:])"
 )
 # The words that make the dotted number after them a version or a section number, not an address.
 _VERSION_CUE = re.compile(
@@ -116,13 +117,18 @@ def _digits(candidate: str) -> int:
 
 
 def email_spans(text: str) -> Iterator[tuple[int, int]]:
-    done, at = 0, text.find("@")
-    while at >= 0:  # the pattern runs only around each @ (most documents have none)
-        match = _EMAIL.search(text, max(done, at - _LOCAL_PART_MAX), at + _DOMAIN_MAX + 2)
+    # The pattern runs only around each @ (most documents have none), and neither part of an address holds an
+    # @, so only between the @s before and after it: a run of @s costs what it is long, not 300 times that.
+    done, before, at = 0, -1, text.find("@")
+    while at >= 0:
+        after = text.find("@", at + 1)
+        end = at + _DOMAIN_MAX + 2 if after < 0 else min(at + _DOMAIN_MAX + 2, after)
+        match = _EMAIL.search(text, max(done, before + 1, at - _LOCAL_PART_MAX), end)
         if match is not None and match.start() <= at < match.end():
             yield match.span()
-            done = at = match.end()
-        at = text.find("@", at + 1)
+            done = match.end()
+            after = text.find("@", done)
+        before, at = at, after
 
 
 def _address(candidate: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -36,10 +36,10 @@ def _host(netloc_host: str | None) -> str:
 def url_key(url: str) -> str | None:
     """A URL as blocklists compare it: host/path?query, without scheme, port 80/443, fragment or a final `/`;
     None for a URL without a host."""
-    parts = urlsplit(url if "//" in url else f"//{url}")
     try:
+        parts = urlsplit(url if "//" in url else f"//{url}")
         port = parts.port
-    except ValueError:  # a port that is not a number: the URL cannot be one a blocklist names
+    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number: no blocklist names it
         return None
     host = _host(parts.hostname)
     if not host:

@@ -76,8 +76,13 @@ _INFIXES = [
     r"(?<=[{a}0-9])(?:{h})(?=[{a}])".format(a=_ALPHA, h="|".join(_HYPHENS)),
     rf"(?<=[{_ALPHA}0-9])[:<>=/](?=[{_ALPHA}])",
 ]
-_PREFIX = regex.compile("^(?:" + "|".join(f"(?:{p})" for p in _PREFIXES) + ")")
+_PREFIX = regex.compile("|".join(f"(?:{p})" for p in _PREFIXES))  # matched at a position: match() anchors it
 _SUFFIX = regex.compile("(?:" + "|".join(f"(?:{s})" for s in _SUFFIXES) + ")$")
+# The characters searched for a suffix at first: longer than any suffix but a run of full stops.
+_SUFFIX_WINDOW = 8
+# spaCy tries its URL pattern on a whole chunk, and it backtracks quadratically on long ones ("a.b@a.b@...");
+# no URL is this long (browsers stop far below it), so a longer chunk is split on infixes like other text.
+_LONGEST_URL = 8192
 _INFIX = regex.compile("|".join(f"(?:{i})" for i in _INFIXES))
 
 # spaCy's URL_MATCH (spacy/lang/tokenizer_exceptions.py), without its IP-address branch.
@@ -131,37 +136,60 @@ def _affix_tokens(chunk: str, specials: dict[str, tuple[str, ...]]) -> tuple[str
 
 def _split_affixes(chunk: str, specials: dict[str, tuple[str, ...]]) -> tuple[list[str], str, list[str]]:
     """spaCy's Tokenizer._split_affixes: peel one prefix and one suffix at a time until none is left or what
-    is left is an exception."""
+    is left is an exception. What is left is chunk[start:end], never copied, so that peeling a chunk of n
+    characters costs O(n), not O(n^2) as in spaCy (a page of 1 MB of brackets)."""
     prefixes: list[str] = []
     suffixes: list[str] = []
+    longest = max(map(len, specials), default=0)
+
+    def special(a: int, b: int) -> bool:
+        return b - a <= longest and chunk[a:b] in specials
+
+    start, end = 0, len(chunk)
     last_size = 0
-    while chunk and len(chunk) != last_size:
-        if chunk in specials:
+    while end > start and end - start != last_size:
+        if special(start, end):
             break
-        last_size = len(chunk)
-        prefix = _PREFIX.search(chunk)
-        pre_len = prefix.end() if prefix else 0
-        if pre_len and chunk[pre_len:] in specials:
-            prefixes.append(chunk[:pre_len])
-            chunk = chunk[pre_len:]
+        last_size = end - start
+        prefix = _PREFIX.match(chunk, start, end)
+        pre_len = prefix.end() - start if prefix else 0
+        if pre_len and special(start + pre_len, end):
+            prefixes.append(chunk[start : start + pre_len])
+            start += pre_len
             break
-        suffix = _SUFFIX.search(chunk[pre_len:])
-        suf_len = suffix.end() - suffix.start() if suffix else 0
-        if suf_len and chunk[:-suf_len] in specials:
-            suffixes.append(chunk[-suf_len:])
-            chunk = chunk[:-suf_len]
+        suf_len = _suffix_length(chunk, start + pre_len, end)
+        if suf_len and special(start, end - suf_len):
+            suffixes.append(chunk[end - suf_len : end])
+            end -= suf_len
             break
-        if pre_len and suf_len and pre_len + suf_len <= len(chunk):
-            prefixes.append(chunk[:pre_len])
-            suffixes.append(chunk[-suf_len:])
-            chunk = chunk[pre_len:-suf_len]
+        if pre_len and suf_len and pre_len + suf_len <= end - start:
+            prefixes.append(chunk[start : start + pre_len])
+            suffixes.append(chunk[end - suf_len : end])
+            start, end = start + pre_len, end - suf_len
         elif pre_len:
-            prefixes.append(chunk[:pre_len])
-            chunk = chunk[pre_len:]
+            prefixes.append(chunk[start : start + pre_len])
+            start += pre_len
         elif suf_len:
-            suffixes.append(chunk[-suf_len:])
-            chunk = chunk[:-suf_len]
-    return prefixes, chunk, suffixes
+            suffixes.append(chunk[end - suf_len : end])
+            end -= suf_len
+    return prefixes, chunk[start:end], suffixes
+
+
+def _suffix_length(chunk: str, start: int, end: int) -> int:
+    """The length of the suffix spaCy finds in chunk[start:end] (0: none). Only the last characters are
+    searched: a suffix is a few characters, or a run of full stops, which a match at the window's start may
+    continue, and then a window twice as long is searched (so the cost stays that of what is peeled)."""
+    size = _SUFFIX_WINDOW
+    while end - size > start:
+        window = end - size
+        found = _SUFFIX.search(chunk, window, end)
+        if found is None:
+            return 0
+        if found.start() >= window + 2:  # a look-behind there reads only characters of the window
+            return found.end() - found.start()
+        size *= 2
+    found = _SUFFIX.search(chunk[start:end])  # a short rest: the slice itself, as spaCy searches it
+    return found.end() - found.start() if found else 0
 
 
 def _attach(core: str, specials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -170,7 +198,7 @@ def _attach(core: str, specials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
         return ()
     if core in specials:
         return specials[core]
-    if _URL.match(core):
+    if len(core) <= _LONGEST_URL and _URL.match(core):
         return (core,)
     tokens: list[str] = []
     start = 0
@@ -188,15 +216,16 @@ def _attach(core: str, specials: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
 
 
 @functools.cache
-def _special_patterns() -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
+def _special_patterns() -> dict[tuple[str, str], list[tuple[tuple[str, ...], tuple[str, ...]]]]:
     """spaCy's second pass (Tokenizer._apply_special_cases): an exception that the affix rules would split
-    ("):" -> ")" ":", "St." -> "St" ".") is found again among a chunk's tokens and put back. First token ->
-    [(the split tokens, the exception's own tokens)], longest first."""
-    patterns: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    ("):" -> ")" ":", "St." -> "St" ".") is found again among a chunk's tokens and put back. Its first two split
+    tokens -> [(the split tokens, the exception's own tokens)], longest first (keyed by two tokens, so that a
+    run of colons does not try every emoticon that starts with one at every token)."""
+    patterns: dict[tuple[str, str], list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     for chunk, tokens in _exceptions().items():
         split = _affix_tokens(chunk, {})
         if len(split) > 1:
-            patterns.setdefault(split[0], []).append((split, tokens))
+            patterns.setdefault((split[0], split[1]), []).append((split, tokens))
     for candidates in patterns.values():
         candidates.sort(key=lambda pattern: -len(pattern[0]))
     return patterns
@@ -205,12 +234,12 @@ def _special_patterns() -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]
 def _merge_specials(tokens: tuple[str, ...], patterns) -> tuple[str, ...]:
     """`tokens` with each run that spells a split exception replaced by the exception's tokens, left to right,
     the longest run first."""
-    if len(tokens) < 2 or not any(token in patterns for token in tokens):
+    if len(tokens) < 2 or not any(pair in patterns for pair in zip(tokens, tokens[1:])):
         return tokens
     merged: list[str] = []
     i = 0
     while i < len(tokens):
-        for split, own in patterns.get(tokens[i], ()):
+        for split, own in patterns.get(tokens[i : i + 2], ()):
             if tokens[i : i + len(split)] == split:
                 merged.extend(own)
                 i += len(split)

@@ -192,6 +192,8 @@ def test_a_domain_blocks_its_subdomains_only_and_a_url_itself(tmp_path):
         "https://news.site/b",
         "https://www.news.site/a",
         "not a url",
+        "http://[spam.example/x",  # an unclosed IPv6 bracket: urlsplit raises on it
+        "http://spam.example[/x",
         None,
     ]:
         assert blocklist.match(url) is None, url
