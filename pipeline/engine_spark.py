@@ -69,6 +69,9 @@ def start(config: Config) -> None:
             # Spark's 200 shuffle partitions are for clusters; the components rounds' joins are all shuffles
             conf.setdefault("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
+            # A Python worker forked by PySpark's daemon prints a traceback to the console when a job is aborted
+            # under it (a stage killed another worker): started directly, it ends quietly.
+            conf.setdefault("spark.python.use.daemon", "false")
     conf.setdefault("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -136,6 +139,12 @@ def nodes_alive() -> int:
     """The machines the executors (and the driver) are on."""
     executors = session().sparkContext._jsc.sc().statusTracker().getExecutorInfos()  # the driver's too
     return len({info.host() for info in executors})
+
+
+def worker_died(error: BaseException) -> bool:
+    """Whether a task failed because its Python worker process died (on every one of its
+    spark.task.maxFailures tries; an embedded Spark tries once)."""
+    return "Python worker exited unexpectedly" in str(error)
 
 
 class Shared:

