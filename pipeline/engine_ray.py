@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -65,6 +66,7 @@ def start_ray(settings: RayConfig) -> None:
         # which nodes on one machine share: the driver's own (docs/design.md, "A submitted job's working
         # directory"). The override lets this driver's runtime_env replace the submitted job's.
         os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+        check_answers(address, "ray.address" if settings.address else "RAY_ADDRESS")
         ray.init(address=address, runtime_env={"working_dir": None}, log_to_driver=False)
     else:
         # Without this Ray may bind another interface's address instead of loopback.
@@ -98,6 +100,23 @@ def start_ray(settings: RayConfig) -> None:
     # Every Ray Data execution tells NodeWatch when it makes progress.
     if _ExecutionCallback is not object and DataProgress not in context.custom_execution_callback_classes:
         context.custom_execution_callback_classes.append(DataProgress)
+
+
+def check_answers(address: str, key: str, timeout_s: float = 5.0) -> None:
+    """ConfigError unless something listens at a HOST:PORT address: ray.init would try to reach it for ever.
+    (`auto` and `ray://` addresses are Ray's to resolve.)"""
+    if address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"{key} {address!r}: expected HOST:PORT (the head's, e.g. 10.0.0.1:6379), auto or ray://...")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ConfigError(
+            f"{key} {address!r}: no Ray cluster answers there ({error.strerror or error}); give the head's "
+            "address (HOST:6379), or leave it out for a Ray of this run's own"
+        ) from None
 
 
 def _no_transient_cpu_warning(record: logging.LogRecord) -> bool:

@@ -6,6 +6,7 @@ run has a timeout, so a run that hangs fails the test instead of hanging it."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -14,8 +15,6 @@ import yaml
 
 from helpers import needs_spark
 from test_user_stages import PYTHON, base_config, write_jsonl
-
-pytestmark = pytest.mark.slow
 
 KILLERS = """
 import ctypes
@@ -70,6 +69,7 @@ def config_with_stage(tmp_path: Path, target: str, **extra) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "engine, target",
     [("ray", "Exits"), ("ray", "Segfaults"), pytest.param("spark", "Exits", marks=needs_spark)],
@@ -83,3 +83,32 @@ def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_fi
     assert last.startswith(f"stage error: stage {target.lower()} ended its worker process "), last
     assert f"while on {tmp_path / 'inputs' / 'part-1.jsonl'}," in last, last
     assert not (tmp_path / "out" / "docs").exists()
+
+
+def closed_port() -> int:
+    """A loopback port where nothing listens (bound a moment, never listened on)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def one_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr[-3000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("127.0.0.1:{port}", "config error: ray.address '127.0.0.1:{port}': no Ray cluster answers there ("),
+        ("notaurl", "config error: ray.address 'notaurl': expected HOST:PORT"),
+    ],
+)
+def test_a_ray_address_where_nothing_answers_is_one_line_within_a_minute(tmp_path, address, message):
+    port = closed_port()
+    config = config_with_stage(tmp_path, "Prints")
+    done = run_cli(["run", str(config), "--set", f"ray.address={address.format(port=port)}"], tmp_path, timeout=60)
+    assert done.returncode == 2
+    assert one_line(done).startswith(message.format(port=port))
+    assert not (tmp_path / "out").exists()
