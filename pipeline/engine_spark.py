@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import socket
 import sys
 import warnings
@@ -29,7 +30,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.config import Config, RayConfig, ResourcesConfig
+from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig
 from pipeline.spark_components import connected_components as _components
 
 log = logging.getLogger("crawlbelt")
@@ -62,6 +63,7 @@ def start(config: Config) -> None:
     builder = SparkSession.builder.appName(settings.app_name)
     conf = dict(settings.conf)
     if not submitted:
+        check_master(settings.master)
         builder = builder.master(settings.master)
         if settings.master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded Spark listens on loopback only
@@ -88,6 +90,23 @@ def start(config: Config) -> None:
     master = str(context.master)
     where = "submitted to" if submitted else "embedded," if master.startswith("local") else "on"
     log.info("spark: %s %s, %d cores", where, master, context.defaultParallelism)
+
+
+def check_master(master: str, timeout_s: float = 5.0) -> None:
+    """ConfigError unless `master` is a master URL Spark knows and, for a standalone cluster (spark://), one of
+    its masters answers: else Spark prints a Java trace, or tries for a minute and then one more."""
+    if master == "yarn" or master.startswith("k8s://") or re.fullmatch(r"local(-cluster)?(\[[^\]]+\])?", master):
+        return
+    if not re.fullmatch(r"spark://[^/:,]+:\d+(,[^/:,]+:\d+)*", master):
+        raise ConfigError(f"spark.master {master!r}: expected local[N], spark://HOST:PORT, yarn or k8s://...")
+    errors = []
+    for host, port in (part.rsplit(":", 1) for part in master.removeprefix("spark://").split(",")):
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as error:
+            errors.append(error.strerror or str(error))
+    raise ConfigError(f"spark.master {master!r}: no Spark master answers there ({errors[0]})")
 
 
 def stop() -> None:

@@ -112,3 +112,21 @@ def test_a_ray_address_where_nothing_answers_is_one_line_within_a_minute(tmp_pat
     assert done.returncode == 2
     assert one_line(done).startswith(message.format(port=port))
     assert not (tmp_path / "out").exists()
+
+
+@needs_spark
+@pytest.mark.parametrize(
+    "master, message",
+    [
+        ("foo", "config error: spark.master 'foo': expected local[N], spark://HOST:PORT, yarn or k8s://..."),
+        ("spark://127.0.0.1:{port}", "config error: spark.master 'spark://127.0.0.1:{port}': no Spark master answers"),
+    ],
+)
+def test_a_spark_master_that_is_no_master_is_one_line_within_a_minute(tmp_path, master, message):
+    port = closed_port()
+    config = config_with_stage(tmp_path, "Prints")
+    master = master.format(port=port)
+    done = run_cli(["run", str(config), "--set", "engine=spark", "--set", f"spark.master={master}"], tmp_path, 60)
+    assert done.returncode == 2
+    assert one_line(done).startswith(message.format(port=port))
+    assert not (tmp_path / "out").exists()
