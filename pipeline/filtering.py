@@ -9,12 +9,14 @@ changed (`fingerprint`). Nothing here knows the engine: `run` hands FilterFile t
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
 import socket
 import time
 from collections import defaultdict
+from contextlib import redirect_stdout
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 log = logging.getLogger("crawlbelt")
 READERS = {"warc": read_warc, "jsonl": read_jsonl, "parquet": read_parquet}
+MAX_PRINTED_LINES = 100  # of a stage's `print`s per input file, passed on to the driver's log
 
 
 def input_files(config: Config) -> list[tuple[str, str]]:
@@ -71,6 +74,9 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
                 f"killer) while on {crashed['path']}, on every try; fix the stage or leave that file out"
             ) from error
         for done in results:
+            for printed in done["printed"]:  # a stage's print() in a worker: on the console and in run.log
+                stage, _, line = printed.partition(": ")
+                log.info("stage %s on %s: %s", stage, files[done["file_index"]][0], line)
             for stage, seconds in done["seconds"].items():
                 stage_seconds[stage] += seconds
                 node_seconds[done["node"]] += seconds
@@ -113,7 +119,7 @@ def _alive(pid: int) -> bool:
 
 class FilterFile:
     """One input file through the filter pass: read batch by batch, every stage in order, one part written.
-    Returns {file_index, rows, seconds: {stage: seconds}}."""
+    Returns {file_index, rows, seconds: {stage: seconds}, printed: the first lines its stages printed}."""
 
     def __init__(self, stages: list, sources: list[Source], folder: str, read, storage):
         self.stages = stages
@@ -139,11 +145,17 @@ class FilterFile:
             path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open, **options
         )
 
-    def _filter(self, table: pa.Table, seconds: dict[str, float], at=lambda stage: None) -> pa.Table:
+    def _filter(
+        self, table: pa.Table, seconds: dict[str, float], at=lambda stage: None, printed: list[str] | None = None
+    ) -> pa.Table:
         for stage in self.stages:
             at(stage.name)
             start = time.perf_counter()
-            out = stage(table)
+            with redirect_stdout(io.StringIO()) as text:  # a worker's stdout reaches no one (Ray) or no log
+                out = stage(table)
+            if printed is not None:
+                lines = text.getvalue().splitlines()
+                printed += [f"{stage.name}: {line}" for line in lines[: MAX_PRINTED_LINES - len(printed)]]
             if out.num_rows != table.num_rows:  # a stage marks rows rejected; dropping one would lose it
                 raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
             seconds[stage.name] += time.perf_counter() - start
@@ -153,6 +165,7 @@ class FilterFile:
     def __call__(self, item: dict) -> dict:
         file_index, path = item["file_index"], item["path"]
         seconds: dict[str, float] = defaultdict(float)
+        printed: list[str] = []
         rows = 0
         marker = self.folder / marker_name(file_index)
 
@@ -171,7 +184,7 @@ class FilterFile:
                 at("read")
                 for table in self._records(path, file_index, self.sources[item["source"]]):
                     seconds["read"] += time.perf_counter() - start
-                    table = self._filter(table, seconds, at)
+                    table = self._filter(table, seconds, at, printed)
                     at("read")
                     if writer is None:
                         writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
@@ -188,7 +201,7 @@ class FilterFile:
 
         write_atomic(self.folder / part_name(file_index), write)
         marker.unlink(missing_ok=True)
-        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds)}
+        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": printed}
 
 
 def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:

@@ -130,3 +130,15 @@ def test_a_spark_master_that_is_no_master_is_one_line_within_a_minute(tmp_path, 
     assert done.returncode == 2
     assert one_line(done).startswith(message.format(port=port))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
+def test_a_stage_that_prints_reaches_the_console_and_run_log(tmp_path, engine):
+    config = config_with_stage(tmp_path, "Prints")
+    done = run_cli(["run", str(config), "--set", f"engine={engine}"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_log = (tmp_path / "out" / "run.log").read_text()
+    for f in range(3):
+        line = f"stage prints on {tmp_path / 'inputs' / f'part-{f}.jsonl'}: prints: a batch of 5 rows"
+        assert done.stderr.count(line) == 1 and line in run_log, done.stderr[-3000:]
