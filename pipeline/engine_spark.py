@@ -86,6 +86,7 @@ def start(config: Config) -> None:
             )
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")  # a failed task's error reaches the driver as an exception
+    logging.getLogger().addFilter(_not_py4j)
     context = _session.sparkContext
     master = str(context.master)
     where = "submitted to" if submitted else "embedded," if master.startswith("local") else "on"
@@ -107,6 +108,12 @@ def check_master(master: str, timeout_s: float = 5.0) -> None:
         except OSError as error:
             errors.append(error.strerror or str(error))
     raise ConfigError(f"spark.master {master!r}: no Spark master answers there ({errors[0]})")
+
+
+def _not_py4j(record: logging.LogRecord) -> bool:
+    """py4j logs the calls that Ctrl-C (or a JVM going away) cuts off to the root logger, each with its
+    traceback; the interrupt, or the error, reaches the belt anyway and is said in one line."""
+    return "py4j" not in Path(record.pathname).parts
 
 
 def stop() -> None:

@@ -6,14 +6,17 @@ run has a timeout, so a run that hangs fails the test instead of hanging it."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import needs_spark
+from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_same_output, needs_spark
 from test_user_stages import PYTHON, base_config, write_jsonl
 
 KILLERS = """
@@ -142,3 +145,38 @@ def test_a_stage_that_prints_reaches_the_console_and_run_log(tmp_path, engine):
     for f in range(3):
         line = f"stage prints on {tmp_path / 'inputs' / f'part-{f}.jsonl'}: prints: a batch of 5 rows"
         assert done.stderr.count(line) == 1 and line in run_log, done.stderr[-3000:]
+
+
+@pytest.mark.slow
+@needs_spark
+def test_ctrl_c_on_spark_is_one_line_and_a_rerun_gives_the_same_bytes(fixture_crawl_on_ray, tmp_path):
+    out = tmp_path / "out"
+    inputs = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+    sets = [arg for setting in [*SPARK_SETTINGS, "engine=spark"] for arg in ("--set", setting)]
+    command = [sys.executable, "-m", "pipeline", "run", str(CONFIGS / "local.yaml"), "--input", *inputs]
+    command += ["--output", str(out), *sets]
+    # As a terminal runs it (tests/test_one_line_errors.py): a process group of its own, SIGINT's default action.
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 300
+    while not (out / "_work" / "filtered").exists():  # the filter pass has started
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-3000:]
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: to the driver, the JVM and the Python workers
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == 130, stderr[-3000:]
+    lines = stderr.strip().splitlines()
+    assert lines[-1].startswith("crawlbelt: interrupted; run the same command again to resume"), stderr[-3000:]
+    noise = [line for line in lines if "Traceback" in line or line.startswith(("\tat ", "spark: ", "root: "))]
+    assert not noise, stderr[-3000:]
+
+    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert_same_output(fixture_crawl_on_ray, out)
