@@ -201,6 +201,9 @@ def run_command(argv=None) -> int:
     except belt.NodeLostError as exc:
         print(with_log(f"crawlbelt: error: {exc}", exc), file=sys.stderr)
         return 1
+    except belt.filtering.StageCrashError as exc:  # a stage that kills its worker on an input file
+        print(with_log(f"stage error: {exc}", exc), file=sys.stderr)
+        return 2
     except Exception as exc:
         broken = stage_error(exc)
         if broken is not None:

@@ -17,6 +17,7 @@ default; a function over items gets one task's items as one table.
     connected_components(edges, out)              (node, label) of the graph whose edges are Parquet in `edges`
     Shared(value)                                 a value sent once to every worker; `.value` reads it
     cpu_count(), nodes_alive()
+    worker_died(error)                            whether a task failed because its worker process died
 
 and to run a belt: start(config), watch(config) (a context that notices lost nodes), stop().
 """
@@ -92,6 +93,10 @@ def cpu_count() -> int:
 
 def nodes_alive() -> int:
     return current().nodes_alive()
+
+
+def worker_died(error: BaseException) -> bool:
+    return current().worker_died(error)
 
 
 def error_chain(error: BaseException | None):

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,7 @@ def start_ray(settings: RayConfig) -> None:
         # which nodes on one machine share: the driver's own (docs/design.md, "A submitted job's working
         # directory"). The override lets this driver's runtime_env replace the submitted job's.
         os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+        check_answers(address, "ray.address" if settings.address else "RAY_ADDRESS")
         ray.init(address=address, runtime_env={"working_dir": None}, log_to_driver=False)
     else:
         # Without this Ray may bind another interface's address instead of loopback.
@@ -83,6 +86,10 @@ def start_ray(settings: RayConfig) -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled"
     logging.getLogger("ray.data.dataset").addFilter(_no_transient_cpu_warning)
+    # A failed execution's error reaches the belt, which says it in one line (or, if unforeseen, with its
+    # traceback, also in run.log): Ray Data's own logging of it would print the traceback first.
+    for name in ("ray.data.exceptions", "ray.data._internal.execution.streaming_executor_state"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     context = ray.data.DataContext.get_current()
     bars = settings.progress_bars
     context.enable_progress_bars = sys.stderr.isatty() if bars is None else bars
@@ -93,6 +100,23 @@ def start_ray(settings: RayConfig) -> None:
     # Every Ray Data execution tells NodeWatch when it makes progress.
     if _ExecutionCallback is not object and DataProgress not in context.custom_execution_callback_classes:
         context.custom_execution_callback_classes.append(DataProgress)
+
+
+def check_answers(address: str, key: str, timeout_s: float = 5.0) -> None:
+    """ConfigError unless something listens at a HOST:PORT address: ray.init would try to reach it for ever.
+    (`auto` and `ray://` addresses are Ray's to resolve.)"""
+    if address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"{key} {address!r}: expected HOST:PORT (the head's, e.g. 10.0.0.1:6379), auto or ray://...")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ConfigError(
+            f"{key} {address!r}: no Ray cluster answers there ({error.strerror or error}); give the head's "
+            "address (HOST:6379), or leave it out for a Ray of this run's own"
+        ) from None
 
 
 def _no_transient_cpu_warning(record: logging.LogRecord) -> bool:
@@ -175,6 +199,13 @@ def nodes_alive() -> int:
     return sum(node["Alive"] for node in ray.nodes())
 
 
+def worker_died(error: BaseException) -> bool:
+    """Whether a task failed because its worker process died (Ray gave up rerunning it)."""
+    return any(
+        isinstance(e, ray.exceptions.WorkerCrashedError) or "WorkerCrashedError" in str(e) for e in error_chain(error)
+    )
+
+
 def node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
@@ -234,11 +265,24 @@ class _PerItem:
         )
 
 
+# Tries of a map_items task whose worker process died (Ray Data's default is for ever): enough for a lost
+# node or two; a task that kills its worker this many times in a row does so on its input (filtering.crashed_in).
+ITEM_TASK_RETRIES = 3
+
+
 def map_items(function: Callable[[dict], dict], items: list[dict], resources) -> list[dict]:
     """`function(item)` for every item, one Ray task per item (as `resources` asks), each result with the
     `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers."""
     dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-    results = dataset.map_batches(_PerItem(function), batch_size=1, batch_format="pyarrow", **task_options(resources))
+    with warnings.catch_warnings():  # max_retries has no named parameter yet (Ray 2.60); remote args it is
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        results = dataset.map_batches(
+            _PerItem(function),
+            batch_size=1,
+            batch_format="pyarrow",
+            max_retries=ITEM_TASK_RETRIES,
+            **task_options(resources),
+        )
     return [json.loads(text) for table in ray.get(results.to_arrow_refs()) for text in table["result"].to_pylist()]
 
 

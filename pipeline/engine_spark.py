@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import socket
 import sys
 import warnings
@@ -29,7 +30,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.config import Config, RayConfig, ResourcesConfig
+from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig
 from pipeline.spark_components import connected_components as _components
 
 log = logging.getLogger("crawlbelt")
@@ -62,6 +63,7 @@ def start(config: Config) -> None:
     builder = SparkSession.builder.appName(settings.app_name)
     conf = dict(settings.conf)
     if not submitted:
+        check_master(settings.master)
         builder = builder.master(settings.master)
         if settings.master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded Spark listens on loopback only
@@ -69,6 +71,9 @@ def start(config: Config) -> None:
             # Spark's 200 shuffle partitions are for clusters; the components rounds' joins are all shuffles
             conf.setdefault("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
+            # A Python worker forked by PySpark's daemon prints a traceback to the console when a job is aborted
+            # under it (a stage killed another worker): started directly, it ends quietly.
+            conf.setdefault("spark.python.use.daemon", "false")
     conf.setdefault("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -81,10 +86,34 @@ def start(config: Config) -> None:
             )
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")  # a failed task's error reaches the driver as an exception
+    logging.getLogger().addFilter(_not_py4j)
     context = _session.sparkContext
     master = str(context.master)
     where = "submitted to" if submitted else "embedded," if master.startswith("local") else "on"
     log.info("spark: %s %s, %d cores", where, master, context.defaultParallelism)
+
+
+def check_master(master: str, timeout_s: float = 5.0) -> None:
+    """ConfigError unless `master` is a master URL Spark knows and, for a standalone cluster (spark://), one of
+    its masters answers: else Spark prints a Java trace, or tries for a minute and then one more."""
+    if master == "yarn" or master.startswith("k8s://") or re.fullmatch(r"local(-cluster)?(\[[^\]]+\])?", master):
+        return
+    if not re.fullmatch(r"spark://[^/:,]+:\d+(,[^/:,]+:\d+)*", master):
+        raise ConfigError(f"spark.master {master!r}: expected local[N], spark://HOST:PORT, yarn or k8s://...")
+    errors = []
+    for host, port in (part.rsplit(":", 1) for part in master.removeprefix("spark://").split(",")):
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as error:
+            errors.append(error.strerror or str(error))
+    raise ConfigError(f"spark.master {master!r}: no Spark master answers there ({errors[0]})")
+
+
+def _not_py4j(record: logging.LogRecord) -> bool:
+    """py4j logs the calls that Ctrl-C (or a JVM going away) cuts off to the root logger, each with its
+    traceback; the interrupt, or the error, reaches the belt anyway and is said in one line."""
+    return "py4j" not in Path(record.pathname).parts
 
 
 def stop() -> None:
@@ -136,6 +165,12 @@ def nodes_alive() -> int:
     """The machines the executors (and the driver) are on."""
     executors = session().sparkContext._jsc.sc().statusTracker().getExecutorInfos()  # the driver's too
     return len({info.host() for info in executors})
+
+
+def worker_died(error: BaseException) -> bool:
+    """Whether a task failed because its Python worker process died (on every one of its
+    spark.task.maxFailures tries; an embedded Spark tries once)."""
+    return "Python worker exited unexpectedly" in str(error)
 
 
 class Shared:

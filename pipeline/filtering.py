@@ -9,11 +9,14 @@ changed (`fingerprint`). Nothing here knows the engine: `run` hands FilterFile t
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
+import socket
 import time
 from collections import defaultdict
+from contextlib import redirect_stdout
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -29,6 +32,7 @@ from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 log = logging.getLogger("crawlbelt")
 READERS = {"warc": read_warc, "jsonl": read_jsonl, "parquet": read_parquet}
+MAX_PRINTED_LINES = 100  # of a stage's `print`s per input file, passed on to the driver's log
 
 
 def input_files(config: Config) -> list[tuple[str, str]]:
@@ -59,16 +63,63 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
     node_seconds: defaultdict[str, float] = defaultdict(float)
     if pending:
         filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read, config.storage)
-        for done in engine.map_items(filter_file, pending, config.resources.filter):
+        try:
+            results = engine.map_items(filter_file, pending, config.resources.filter)
+        except Exception as error:
+            crashed = crashed_in(folder) if engine.worker_died(error) else None
+            if crashed is None:
+                raise
+            raise StageCrashError(
+                f"stage {crashed['stage']} ended its worker process (a crash, an exit or the out-of-memory "
+                f"killer) while on {crashed['path']}, on every try; fix the stage or leave that file out"
+            ) from error
+        for done in results:
+            for printed in done["printed"]:  # a stage's print() in a worker: on the console and in run.log
+                stage, _, line = printed.partition(": ")
+                log.info("stage %s on %s: %s", stage, files[done["file_index"]][0], line)
             for stage, seconds in done["seconds"].items():
                 stage_seconds[stage] += seconds
                 node_seconds[done["node"]] += seconds
     return {"stages": dict(stage_seconds), "nodes": dict(node_seconds)}
 
 
+class StageCrashError(RuntimeError):
+    """A stage ended the worker process running it (os._exit, a segfault, the OOM killer), again on each
+    retry: one line naming the stage and the input file."""
+
+
+def marker_name(file_index: int) -> str:
+    """Where a worker notes which stage it is in on which file (a `.tmp` name: a rerun clears it)."""
+    return f".{part_name(file_index)}.stage.tmp"
+
+
+def crashed_in(folder: Path) -> dict | None:
+    """The stage and file a worker process was in when it died, from the markers of the files not done:
+    one whose process on this machine is gone, else any (a dead worker on another node)."""
+    found = []
+    for marker in sorted(folder.glob(".file-*.stage.tmp")):
+        try:
+            found.append(json.loads(marker.read_text()))
+        except (OSError, ValueError):  # being written, or removed as its file finished
+            continue
+    gone = [at for at in found if at["host"] == socket.gethostname() and not _alive(at["pid"])]
+    elsewhere = [at for at in found if at["host"] != socket.gethostname()]
+    return (gone or elsewhere or [None])[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class FilterFile:
     """One input file through the filter pass: read batch by batch, every stage in order, one part written.
-    Returns {file_index, rows, seconds: {stage: seconds}}."""
+    Returns {file_index, rows, seconds: {stage: seconds}, printed: the first lines its stages printed}."""
 
     def __init__(self, stages: list, sources: list[Source], folder: str, read, storage):
         self.stages = stages
@@ -94,10 +145,17 @@ class FilterFile:
             path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open, **options
         )
 
-    def _filter(self, table: pa.Table, seconds: dict[str, float]) -> pa.Table:
+    def _filter(
+        self, table: pa.Table, seconds: dict[str, float], at=lambda stage: None, printed: list[str] | None = None
+    ) -> pa.Table:
         for stage in self.stages:
+            at(stage.name)
             start = time.perf_counter()
-            out = stage(table)
+            with redirect_stdout(io.StringIO()) as text:  # a worker's stdout reaches no one (Ray) or no log
+                out = stage(table)
+            if printed is not None:
+                lines = text.getvalue().splitlines()
+                printed += [f"{stage.name}: {line}" for line in lines[: MAX_PRINTED_LINES - len(printed)]]
             if out.num_rows != table.num_rows:  # a stage marks rows rejected; dropping one would lose it
                 raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
             seconds[stage.name] += time.perf_counter() - start
@@ -107,16 +165,27 @@ class FilterFile:
     def __call__(self, item: dict) -> dict:
         file_index, path = item["file_index"], item["path"]
         seconds: dict[str, float] = defaultdict(float)
+        printed: list[str] = []
         rows = 0
+        marker = self.folder / marker_name(file_index)
+
+        def at(stage: str) -> None:
+            """Note the stage this process is about to run on this file: if it dies there, the driver
+            names them (crashed_in)."""
+            marker.write_text(
+                json.dumps({"stage": stage, "path": path, "pid": os.getpid(), "host": socket.gethostname()})
+            )
 
         def write(tmp: Path) -> None:
             nonlocal rows
             writer = None
             try:
                 start = time.perf_counter()
+                at("read")
                 for table in self._records(path, file_index, self.sources[item["source"]]):
                     seconds["read"] += time.perf_counter() - start
-                    table = self._filter(table, seconds)
+                    table = self._filter(table, seconds, at, printed)
+                    at("read")
                     if writer is None:
                         writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
                     writer.write_table(table.cast(writer.schema))
@@ -131,7 +200,8 @@ class FilterFile:
                     writer.close()
 
         write_atomic(self.folder / part_name(file_index), write)
-        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds)}
+        marker.unlink(missing_ok=True)
+        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": printed}
 
 
 def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:

@@ -140,9 +140,15 @@ def submit_command(args) -> int:
             print(f"submit: --env {name}: not set here", file=sys.stderr)
             return 2
         env_vars[name] = os.environ[name]
-    if not reachable(args.address):
+    if not args.address.startswith(("http://", "https://")):
         print(
-            f"submit: no Ray cluster answers at --address {args.address} (give the head's dashboard, "
+            f"submit: --address {args.address!r}: expected the head's dashboard, e.g. http://HEAD:8265", file=sys.stderr
+        )
+        return 2
+    why = unreachable(args.address)
+    if why is not None:
+        print(
+            f"submit: no Ray cluster answers at --address {args.address} ({why}; give the head's dashboard, "
             "e.g. http://HEAD:8265)",
             file=sys.stderr,
         )
@@ -167,16 +173,18 @@ def submit_command(args) -> int:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def reachable(address: str) -> bool:
-    """Whether the cluster's job server answers, asked as `ray job submit` first asks it (that command
-    answers an address where nothing listens with a long traceback)."""
+def unreachable(address: str) -> str | None:
+    """Why the cluster's job server does not answer, or None if it does, asked as `ray job submit` first asks
+    it (that command answers an address where nothing listens with a long traceback)."""
     from ray.job_submission import JobSubmissionClient  # imports Ray: only once the arguments are known to be good
 
     try:
         JobSubmissionClient(address)
     except ConnectionError:
-        return False
-    return True
+        return "nothing listens there"
+    except (RuntimeError, ValueError, OSError) as error:  # not a Ray dashboard, a bad URL (requests' errors)
+        return str(error).splitlines()[0] if str(error) else type(error).__name__
+    return None
 
 
 def ray_executable() -> str:

@@ -75,6 +75,22 @@ def test_submit_to_a_closed_port_is_one_line_naming_the_address(tmp_path):
     assert one_line(result).startswith(f"submit: no Ray cluster answers at --address {address} ")
 
 
+@pytest.mark.parametrize(
+    "address, expected",
+    [
+        ("notaurl", "submit: --address 'notaurl': expected the head's dashboard, e.g. http://HEAD:8265"),
+        ("127.0.0.1:1", "submit: --address '127.0.0.1:1': expected the head's dashboard, e.g. http://HEAD:8265"),
+        ("http://[::1", "submit: no Ray cluster answers at --address http://[::1 (Failed to parse: "),
+    ],
+)
+def test_submit_to_a_malformed_address_is_one_line_in_seconds(tmp_path, address, expected):
+    config = tmp_path / "job.yaml"
+    config.write_text(f"sources: [{{name: web, input: [x.warc]}}]\noutput: {tmp_path / 'out'}\n")
+    result = cli("submit", str(config), "--address", address, timeout=30)
+    assert result.returncode == 2
+    assert one_line(result).startswith(expected)
+
+
 def _missing_folder(run: Path, tmp_path: Path) -> tuple[Path, Path]:
     return run, tmp_path / "missing" / "dir" / "r.html"
 
