@@ -202,15 +202,25 @@ def _jsonl_row(line: _Line, path: str, limit: int, fields: Fields) -> dict | Non
         found = _JSON_TYPES.get(type(text), type(text).__name__)
         return _malformed(path, line.offset, f'{where}: "{fields.text}" is {found}, not a string')
     record_id = None if fields.id is None else _field(record, fields.id)
-    return _text_row(
-        path,
-        line.offset,
-        text,
-        None if record_id is _MISSING else record_id,
-        _field(record, fields.url),
-        record.get("date"),
-        "jsonl",
-    )
+    record_id = None if record_id is _MISSING else record_id
+    url, date = _field(record, fields.url), record.get("date")
+    if b"\\ud" in line.data or b"\\uD" in line.data:  # a \uD800-\uDFFF escape: a surrogate, alone no character
+        for name, value in ((fields.text, text), (fields.id, record_id), (fields.url, url), ("date", date)):
+            problem = _lone_surrogate(value)
+            if problem is not None:
+                return _malformed(path, line.offset, f'{where}: "{name}" {problem}')
+    return _text_row(path, line.offset, text, record_id, url, date, "jsonl")
+
+
+def _lone_surrogate(value) -> str | None:
+    """What is wrong with a string holding a lone surrogate (json.loads lets `"\\ud800"` through), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"holds a lone surrogate (\\u{ord(value[error.start]):04x} at character {error.start + 1}), not Unicode"
+    return None
 
 
 def _json_object(data: bytes, first: bool) -> tuple[dict | None, str | None]:

@@ -1,0 +1,103 @@
+"""The text readers on what real files hold (issue 24): a lone surrogate escape in a JSONL line, a file that is
+plainly not the format it is read as, a Parquet source naming a column its files lack, dictionary-encoded
+Parquet text. Each through the reader, and through the whole belt on Ray and on Spark as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helpers import CRAWL_SAMPLE, SPARK_SETTINGS, assert_complete, cli, needs_spark
+from stages.read_text import read_jsonl
+
+ENGINES = [
+    pytest.param(["ray.num_cpus=1"], id="ray"),
+    pytest.param(
+        ["engine=spark", "spark.master=local[1]", *SPARK_SETTINGS], id="spark", marks=[needs_spark, pytest.mark.slow]
+    ),
+]
+
+
+def belt_config(tmp_path: Path, source: dict) -> Path:
+    """A belt that keeps every readable document (no language, quality or repetition rule), over one source."""
+    config = {
+        "sources": [{"name": "web", **source}],
+        "classifier": {"kind": "none"},
+        "language": {"languages": []},
+        "quality": {"enabled": False},
+        "repetition": {"enabled": False},
+        "dedup": {"near": False},
+        "tokenizer": {"vocab_size": 1000},
+        "packing": {"seq_len": 64},
+        "mixture": {"budget_tokens": 100000},
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run_belt(config: Path, out: Path, settings: list[str]):
+    sets = [arg for s in settings for arg in ("--set", s)]
+    return cli("run", str(config), "--output", str(out), *sets, timeout=600)
+
+
+def rows_of(folder: Path, columns: list[str]) -> list[dict]:
+    return pa.concat_tables([pq.read_table(p, columns=columns) for p in sorted(folder.glob("*.parquet"))]).to_pylist()
+
+
+def texts(n: int) -> list[str]:
+    """n different documents of real sentences."""
+    return [f"Document {i}. {CRAWL_SAMPLE[i % 2 * 6]}" for i in range(n)]
+
+
+# A lone surrogate escape: json.loads gives a str that no UTF-8 writer (Arrow, Parquet) takes.
+
+SURROGATE_LINES = [  # (field, the line's JSON, what its detail says)
+    ("text", '{"id": "s1", "text": "bad \\ud800 text", "url": "http://a.example/1"}', '"text" holds a lone surrogate'),
+    ("url", '{"id": "s2", "text": "a text", "url": "http://a.example/\\udc00"}', '"url" holds a lone surrogate'),
+    ("id", '{"id": "s3\\uDBFF", "text": "a text", "url": "http://a.example/3"}', '"id" holds a lone surrogate'),
+]
+PAIR = (
+    '{"id": "pair", "text": "an emoji \\ud83d\\ude00 is a surrogate pair, one character", "url": "http://a.example/p"}'
+)
+
+
+def surrogate_file(path: Path) -> list[str]:
+    """Good lines around each lone-surrogate line; returns the good texts in order."""
+    good = texts(4)
+    lines = [json.dumps({"id": f"g{i}", "text": t, "url": f"http://a.example/g{i}"}) for i, t in enumerate(good)]
+    for n, (_, bad, _) in enumerate(SURROGATE_LINES):
+        lines.insert(2 * n + 1, bad)
+    path.write_text("\n".join([*lines, PAIR]) + "\n")
+    return [*good, "an emoji \U0001f600 is a surrogate pair, one character"]
+
+
+def test_a_lone_surrogate_is_a_malformed_line_and_the_rest_of_the_file_is_read(tmp_path):
+    path = tmp_path / "scraped.jsonl"
+    good = surrogate_file(path)
+    rows = [row for table in read_jsonl(str(path), 0, "web", id_field="id") for row in table.to_pylist()]
+    assert [row["text"] for row in rows if row["reason"] is None] == good
+    bad = [row for row in rows if row["reason"] is not None]
+    assert [row["reason"] for row in bad] == ["read:malformed"] * 3
+    for row, (_, _, detail), number in zip(bad, SURROGATE_LINES, (2, 4, 6)):
+        assert row["detail"].startswith(f"{path} line {number}: {detail} (\\u"), row["detail"]
+
+
+@pytest.mark.parametrize("settings", ENGINES)
+def test_a_lone_surrogate_is_rejected_by_the_belt_and_the_run_ends(tmp_path, settings):
+    data = tmp_path / "scraped.jsonl"
+    good = surrogate_file(data)
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": [str(data)], "id_field": "id"}), out, settings)
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifest = assert_complete(out)
+    assert manifest["inputs"][0]["records"] == len(good) + len(SURROGATE_LINES)
+    assert sorted(row["text"] for row in rows_of(out / "docs", ["text"])) == sorted(good)
+    rejects = rows_of(out / "rejects", ["reason", "detail"])
+    assert [row["reason"] for row in rejects] == ["read:malformed"] * 3
+    assert all("holds a lone surrogate" in row["detail"] for row in rejects)
