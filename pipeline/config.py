@@ -30,7 +30,7 @@ from stages.langid import STOP_WORDS, default_lid_model_path
 from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
 from stages.quality import WORDS as QUALITY_WORDS
-from stages.read_text import text_column_problem
+from stages.read_text import FORMAT_NAMES, plain_format, text_column_problem
 from stages.url_filter import read_blocklist
 from stages.warc_read import DOCUMENT_SCHEMA
 
@@ -97,8 +97,8 @@ def input_format(path: str, source: Source) -> str:
     """How a source's input file is read: its source's `format`, or else by the file's name."""
     if source.format != "auto":
         return source.format
-    name = path.lower()
-    if name.endswith((".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson")):
+    name = path.lower().removesuffix(".gz").removesuffix(".zst")
+    if name.endswith((".jsonl", ".ndjson", ".json")):
         return "jsonl"
     if name.endswith(".parquet"):
         return "parquet"
@@ -814,6 +814,28 @@ def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
     for f in files:
         if source.curated or input_format(f, source) == "parquet":
             _check_text_column(config, i, f, "text" if source.curated else source.text_field)
+        else:
+            _check_plain_format(config, i, f)
+
+
+def _check_plain_format(config: Config, i: int, path: str) -> None:
+    """A file whose first bytes plainly say it is another format than it is read as would give a
+    `read:malformed` row for every record: stop instead, naming it."""
+    from pipeline.storage import open_input
+
+    source = config.sources[i]
+    read_as = input_format(path, source)
+    try:
+        with open_input(path, config.storage) as handle:
+            found = plain_format(handle)
+    except OSError:
+        return  # the reader names a file it cannot open
+    if found is not None and found != read_as:
+        how = f"sources[{i}].format says" if source.format != "auto" else f"its name says (sources[{i}].format: auto)"
+        raise ConfigError(
+            f"sources[{i}].input: {path!r} is {FORMAT_NAMES[found]}, not {FORMAT_NAMES[read_as]} as {how}; "
+            "set the source's format, or give the file a source of its own"
+        )
 
 
 def _check_text_column(config: Config, i: int, path: str, column: str) -> None:

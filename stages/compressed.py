@@ -88,6 +88,22 @@ def is_zstd_file(head: bytes) -> bool:
     return head in (ZSTD_MAGIC, DICTIONARY_FRAME)
 
 
+def first_bytes(data: bytes, size: int) -> bytes:
+    """Up to `size` bytes of what a file starting with `data` holds: decompressed when it is gzip or zstd
+    (skippable frames first, as pzstd writes, are passed over), as it is otherwise. b"" if it does not
+    decompress."""
+    try:
+        if data.startswith(b"\x1f\x8b"):
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, size)
+        while data[1:4] == _SKIPPABLE_TAIL and 0x50 <= data[0] <= 0x5F and len(data) >= 8:
+            data = data[8 + struct.unpack("<I", data[4:8])[0] :]
+        if data.startswith(ZSTD_MAGIC):
+            return zstd.ZstdDecompressor().decompress(data, size)
+    except (zlib.error, zstd.ZstdError):
+        return b""
+    return data[:size]
+
+
 class ZstdFrames:
     """The decompressed content of a .warc.zst's frames from `start` on, as one readable stream.
 

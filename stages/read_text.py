@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from backports import zstd
 
-from stages.compressed import is_zstd_file
+from stages.compressed import DICTIONARY_FRAME, first_bytes, is_zstd_file
 from stages.warc_read import STAGE, document_batches, open_local, stable_id
 
 _CHUNK = 1 << 20
@@ -100,6 +100,25 @@ def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     type_ = schema.field(text_field).type
     if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
         return f'column "{text_field}" is {type_}, not a string'
+    return None
+
+
+FORMAT_NAMES = {"warc": "a WARC file", "jsonl": "JSON lines", "parquet": "a Parquet file"}
+
+
+def plain_format(handle: BinaryIO) -> str | None:
+    """The format a file plainly is by its first bytes (decompressed): "warc" (WARC or ARC), "jsonl" (a JSON
+    object first) or "parquet"; None when they do not say (text, HTML, a stream broken at its start)."""
+    raw = handle.read(1 << 16)
+    if raw.startswith(b"PAR1"):
+        return "parquet"
+    if raw.startswith(DICTIONARY_FRAME):  # a zstd dictionary first: the .warc.zst layout
+        return "warc"
+    head = first_bytes(raw, 64).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if head.startswith((b"WARC/", b"filedesc://")):
+        return "warc"
+    if head.startswith(b"{"):
+        return "jsonl"
     return None
 
 

@@ -4,6 +4,7 @@ Parquet text. Each through the reader, and through the whole belt on Ray and on 
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -11,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from backports import zstd
 
-from helpers import CRAWL_SAMPLE, SPARK_SETTINGS, assert_complete, cli, needs_spark
+from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
 from stages.read_text import read_jsonl
 
 ENGINES = [
@@ -101,3 +103,57 @@ def test_a_lone_surrogate_is_rejected_by_the_belt_and_the_run_ends(tmp_path, set
     rejects = rows_of(out / "rejects", ["reason", "detail"])
     assert [row["reason"] for row in rejects] == ["read:malformed"] * 3
     assert all("holds a lone surrogate" in row["detail"] for row in rejects)
+
+
+# A file that is plainly another format than it is read as: one line naming it, before any work.
+
+FIXTURE_WARC = ROOT / "tests" / "fixtures" / "warc" / "crawl-00000.warc.gz"
+
+
+def jsonl_bytes(n: int) -> bytes:
+    return "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts(n))).encode()
+
+
+def parquet_bytes(tmp_path: Path) -> bytes:
+    pq.write_table(pa.table({"text": texts(2)}), tmp_path / "made.parquet")
+    return (tmp_path / "made.parquet").read_bytes()
+
+
+MISREAD = [  # (file name, its bytes, the source's format, what the line says)
+    ("crawl.warc.gz", lambda tmp: FIXTURE_WARC.read_bytes(), "jsonl", "is a WARC file, not JSON lines as sources[0]"),
+    ("docs.jsonl", lambda tmp: jsonl_bytes(3), "warc", "is JSON lines, not a WARC file as sources[0].format says"),
+    (
+        "docs.warc.gz",
+        lambda tmp: gzip.compress(jsonl_bytes(3)),
+        "auto",
+        "is JSON lines, not a WARC file as its name says (sources[0].format: auto)",
+    ),
+    ("docs.jsonl.zst", lambda tmp: parquet_bytes(tmp), "auto", "is a Parquet file, not JSON lines as its name says"),
+]
+
+
+@pytest.mark.parametrize("name, make, fmt, message", MISREAD, ids=[f"{m[0]} as {m[2]}" for m in MISREAD])
+def test_a_file_plainly_of_another_format_stops_the_run_in_one_line(tmp_path, name, make, fmt, message):
+    path = tmp_path / name
+    path.write_bytes(make(tmp_path))
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": [str(path)], "format": fmt}), out, ["ray.num_cpus=1"])
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"config error: sources[0].input: {str(path)!r} {message}"), lines
+    assert not out.exists()
+
+
+def test_json_ndjson_files_compressed_or_not_are_json_lines_by_their_names(tmp_path):
+    lines = jsonl_bytes(3)
+    files = {"a.json": lines, "b.ndjson.gz": gzip.compress(lines), "c.json.zst": zstd.compress(lines)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    out = tmp_path / "out"
+    result = run_belt(
+        belt_config(tmp_path, {"input": [str(tmp_path / name) for name in files]}), out, ["ray.num_cpus=1"]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifest = assert_complete(out)
+    assert [part["records"] for part in manifest["inputs"]] == [3, 3, 3]
+    assert len(rows_of(out / "docs", ["id"])) == 3  # the other two files' copies are exact duplicates
