@@ -852,6 +852,17 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
         raise ConfigError(
             f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has {', '.join(schema.names)})"
         )
+    source = config.sources[i]
+    if source.curated:
+        return
+    # an id or URL column named but absent would be ignored for every row; `url`, the default, may be absent
+    named = {"id_field": source.id_field, "url_field": None if source.url_field == "url" else source.url_field}
+    for key, name in named.items():
+        if name is not None and name not in schema.names:
+            raise ConfigError(
+                f"sources[{i}].input: {path!r} has no column {name!r} (sources[{i}].{key}; it has "
+                f"{', '.join(schema.names)})"
+            )
 
 
 def _fasttext_labels(key: str, path: str) -> list[str]:

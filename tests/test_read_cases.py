@@ -157,3 +157,33 @@ def test_json_ndjson_files_compressed_or_not_are_json_lines_by_their_names(tmp_p
     manifest = assert_complete(out)
     assert [part["records"] for part in manifest["inputs"]] == [3, 3, 3]
     assert len(rows_of(out / "docs", ["id"])) == 3  # the other two files' copies are exact duplicates
+
+
+# A Parquet source's id_field or url_field naming a column its file lacks.
+
+
+@pytest.mark.parametrize("key, column", [("id_field", "doc_id"), ("url_field", "link")])
+def test_a_parquet_id_or_url_field_its_file_lacks_stops_the_run_in_one_line(tmp_path, key, column):
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"text": texts(2), "id": ["a", "b"], "url": ["http://a.example/", None]}), path)
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": [str(path)], key: column}), out, ["ray.num_cpus=1"])
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip() == (
+        f"config error: sources[0].input: {str(path)!r} has no column {column!r} (sources[0].{key}; "
+        "it has text, id, url)"
+    )
+    assert not out.exists()
+
+
+def test_a_parquet_id_and_url_field_it_has_are_read(tmp_path):
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"body": texts(2), "doc_id": [7, 8], "link": ["http://a.example/", None]}), path)
+    out = tmp_path / "out"
+    source = {"input": [str(path)], "text_field": "body", "id_field": "doc_id", "url_field": "link"}
+    result = run_belt(belt_config(tmp_path, source), out, ["ray.num_cpus=1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(map(tuple, (r.values() for r in rows_of(out / "docs", ["id", "url"])))) == [
+        ("7", "http://a.example/"),
+        ("8", None),
+    ]
