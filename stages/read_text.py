@@ -98,8 +98,10 @@ def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     if text_field not in schema.names:
         return f'no column "{text_field}" (columns: {", ".join(schema.names)})'
     type_ = schema.field(text_field).type
+    if pa.types.is_dictionary(type_):  # dictionary-encoded strings (pandas' category) read as their values
+        type_ = type_.value_type
     if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
-        return f'column "{text_field}" is {type_}, not a string'
+        return f'column "{text_field}" is {schema.field(text_field).type}, not a string'
     return None
 
 

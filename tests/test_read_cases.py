@@ -187,3 +187,15 @@ def test_a_parquet_id_and_url_field_it_has_are_read(tmp_path):
         ("7", "http://a.example/"),
         ("8", None),
     ]
+
+
+def test_a_dictionary_encoded_parquet_text_column_is_read(tmp_path):
+    path = tmp_path / "category.parquet"
+    text = pa.array([*texts(3), texts(1)[0]]).dictionary_encode()  # as pandas writes a category column
+    pq.write_table(pa.table({"text": text, "id": pa.array(["a", "b", "c", "d"]).dictionary_encode()}), path)
+    assert pa.types.is_dictionary(pq.ParquetFile(path).schema_arrow.field("text").type)
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": [str(path)], "id_field": "id"}), out, ["ray.num_cpus=1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(row["text"] for row in rows_of(out / "docs", ["text"])) == sorted(texts(3))
+    assert [row["reason"] for row in rows_of(out / "rejects", ["reason"])] == ["exact_duplicate"]
