@@ -8,7 +8,8 @@ field is a `read:malformed` row naming the file and line, and reading goes on wi
 stream that breaks mid-file (a truncated or corrupt gzip or zstd) ends the file with one such row.
 Lines are read in bounded chunks, so a line over the size limit is counted (`read:too_large`) without
 ever being held whole. A Parquet file is read in batches of the needed columns; a record's offset is
-its row index.
+its row index. A row group that breaks (a corrupt page, a page checksum that fails) makes each of its rows
+not yet read a `read:malformed` row, and reading goes on with the next row group.
 """
 
 from __future__ import annotations
@@ -161,26 +162,28 @@ def _jsonl_rows(path: str, limit: int, open_file: Callable[[str], BinaryIO], fie
     with handle:
         head = handle.read(4)
         handle.seek(0)
-        stream: BinaryIO | gzip.GzipFile | zstd.ZstdFile
+        # read1: what the decompressor has decoded so far, so that a stream that breaks loses no decoded
+        # byte before the break (read() gathers a whole chunk first and drops it when the stream fails)
+        read: Callable[[int], bytes]
         if head.startswith(b"\x1f\x8b"):
-            kind, stream = "gzip", gzip.GzipFile(fileobj=handle)
+            kind, read = "gzip", gzip.GzipFile(fileobj=handle).read1
         elif is_zstd_file(head):
-            kind, stream = "zstd", zstd.ZstdFile(handle)
+            kind, read = "zstd", zstd.ZstdFile(handle).read1
         else:
-            kind, stream = "file", handle
-        for line in _lines(stream, limit, kind):
+            kind, read = "file", handle.read
+        for line in _lines(read, limit, kind):
             row = _jsonl_row(line, path, limit, fields)
             if row is not None:
                 yield row
 
 
-def _lines(stream: BinaryIO | gzip.GzipFile | zstd.ZstdFile, limit: int, kind: str) -> Iterator[_Line]:
+def _lines(read: Callable[[int], bytes], limit: int, kind: str) -> Iterator[_Line]:
     """The stream's lines, read a chunk at a time; a line's bytes are kept only while within `limit`."""
     start, number, size = 0, 1, 0  # the current line's offset, number and length so far
     held = bytearray()
     while True:
         try:
-            chunk = stream.read(_CHUNK)
+            chunk = read(_CHUNK)
         except Exception as error:  # anything a decompressor raises on bad or missing bytes
             yield _Line(start, number, None, size, False, f"{kind} stream broken ({_describe(error)})")
             return
@@ -286,7 +289,7 @@ def _parquet_rows(
         return
     with handle:
         try:
-            parquet = pq.ParquetFile(handle)
+            parquet = pq.ParquetFile(handle, page_checksum_verification=True)  # where the writer stored them
         except Exception as error:  # pyarrow's ArrowInvalid for bytes that are not Parquet, or an OSError
             yield _malformed(path, 0, f"{path}: not a Parquet file ({_describe(error)})")
             return
@@ -300,14 +303,21 @@ def _parquet_rows(
             role: name for role, name in wanted.items() if name is not None and name in parquet.schema_arrow.names
         }
         offset = 0
-        try:
-            for batch in parquet.iter_batches(batch_size=batch_size, columns=sorted(set(columns.values()))):
-                values = {role: batch.column(name).to_pylist() for role, name in columns.items()}
-                for i in range(batch.num_rows):
-                    yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
-                    offset += 1
-        except Exception as error:  # a corrupt page or row group: the rows after it cannot be read
-            yield _malformed(path, offset, f"{path} row index {offset}: unreadable ({_describe(error)})")
+        for group in range(parquet.num_row_groups):
+            end = offset + parquet.metadata.row_group(group).num_rows
+            try:
+                for batch in parquet.iter_batches(
+                    batch_size=batch_size, row_groups=[group], columns=sorted(set(columns.values()))
+                ):
+                    values = {role: batch.column(name).to_pylist() for role, name in columns.items()}
+                    for i in range(batch.num_rows):
+                        yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
+                        offset += 1
+            except Exception as error:  # a corrupt page: the rest of its row group is lost, not the next ones
+                what = f"unreadable (row group {group}, row indexes {offset} to {end - 1}: {_describe(error)})"
+                for lost in range(offset, end):
+                    yield _malformed(path, lost, f"{path} row index {lost}: {what}")
+                offset = end
 
 
 def _parquet_row(path: str, offset: int, limit: int, text_field: str, values: dict) -> dict:
