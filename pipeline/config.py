@@ -563,7 +563,19 @@ def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> 
         if not matched:
             raise ConfigError(f"input {pattern!r} matches no file")
         files.extend(matched)
-    return files
+    # a file reached twice (two patterns, a symbolic or hard link to it) is read once, under its first path
+    first_paths: dict[str | tuple[int, int], str] = {}
+    for f in files:
+        first_paths.setdefault(file_key(f), f)
+    return list(first_paths.values())
+
+
+def file_key(path: str) -> str | tuple[int, int]:
+    """What a file is, however it is reached: its device and inode locally, its URI on object storage."""
+    if "://" in path:
+        return path
+    status = os.stat(path)
+    return status.st_dev, status.st_ino
 
 
 def _local_files(pattern: str) -> list[str]:
@@ -782,7 +794,7 @@ def _check_sources(config: Config, problems: Problems) -> None:
     names = [s.name for s in config.sources]
     if len(set(names)) != len(names):
         problems.found.append(f"sources: names must be unique, got {names}")
-    owners: dict[str, int] = {}  # input file -> index of the first source that lists it
+    owners: dict[str | tuple[int, int], int] = {}  # input file (file_key) -> index of the first source listing it
     for i, source in enumerate(config.sources):
         problems.check(_check_source_input, config, i, owners)
         if source.weight < 0:
@@ -791,14 +803,14 @@ def _check_sources(config: Config, problems: Problems) -> None:
         problems.found.append("sources: at least one weight must be above 0")
 
 
-def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
+def _check_source_input(config: Config, i: int, owners: dict[str | tuple[int, int], int]) -> None:
     source = config.sources[i]
     if not source.input:
         raise ConfigError(f"sources[{i}].input: no input given")
     _choices(source.format, ("auto", "warc", "jsonl", "parquet"), f"sources[{i}].format")
     source.files = files = expand_inputs(source.input, config.storage)
     for f in files:
-        first = owners.setdefault(f, i)
+        first = owners.setdefault(file_key(f), i)
         if first != i:  # its documents would count for one source only, silently
             raise ConfigError(
                 f"sources[{i}].input: {f!r} is also an input of sources[{first}] "
