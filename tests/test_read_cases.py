@@ -1,11 +1,13 @@
 """The text readers on what real files hold (issue 24): a lone surrogate escape in a JSONL line, a file that is
 plainly not the format it is read as, a Parquet source naming a column its files lack, dictionary-encoded
-Parquet text. Each through the reader, and through the whole belt on Ray and on Spark as real subprocesses."""
+Parquet text; and scripts/make_hostile_inputs.py's compressed streams, Parquet files and file names as tools and disks
+have them. Each through the reader, and through the whole belt on Ray and on Spark as real subprocesses."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +18,9 @@ from backports import zstd
 
 from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
 from stages.read_text import read_jsonl
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_hostile_inputs  # noqa: E402
 
 ENGINES = [
     pytest.param(["ray.num_cpus=1"], id="ray"),
@@ -199,3 +204,32 @@ def test_a_dictionary_encoded_parquet_text_column_is_read(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(row["text"] for row in rows_of(out / "docs", ["text"])) == sorted(texts(3))
     assert [row["reason"] for row in rows_of(out / "rejects", ["reason"])] == ["exact_duplicate"]
+
+
+# Beyond the listed cases: scripts/make_hostile_inputs.py's files, as tools and disks have them.
+
+
+@pytest.mark.parametrize("settings", ENGINES)
+def test_hostile_inputs_keep_what_standard_tools_recover_and_each_file_is_read_once(tmp_path, settings):
+    inputs = tmp_path / "in put #1"
+    paths = make_hostile_inputs.write_all(inputs)
+    files = {kind: str(path) for kind, path in paths.items() if kind not in make_hostile_inputs.LINKS}
+    patterns = [str(inputs), str(inputs / "dir with space" / "*.gz"), files["bad_lines"]]  # most files twice
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": patterns, "id_field": "id"}), out, settings)
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifest = assert_complete(out)
+    read = [part["file"] for part in manifest["inputs"]]
+    empty = {files["zero_bytes"], files["empty_gzip"]}  # no records: the manifest lists files with some
+    assert sorted(read) == sorted(set(files.values()) - empty)  # the links' targets once, under their own names
+    docs = rows_of(out / "docs", ["file", "text"])
+    rejects = rows_of(out / "rejects", ["file", "reason", "detail", "text"])
+    records = {part["file"]: part["records"] for part in manifest["inputs"]}
+    for kind, path in files.items():
+        kept = [row["text"] for row in docs if row["file"] == path]
+        rejected = [row for row in rejects if row["file"] == path]
+        unread = [row for row in rejected if row["reason"] != "exact_duplicate"]  # garbled gzip copies texts
+        assert all(row["reason"] == "read:malformed" and row["detail"].startswith(path) for row in unread), kind
+        read_whole = kept + [row["text"] for row in rejected if row["reason"] == "exact_duplicate"]
+        assert sorted(read_whole) == sorted(make_hostile_inputs.recoverable(Path(path))), kind
+        assert records.get(path, 0) == len(kept) + len(rejected), kind
