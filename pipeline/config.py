@@ -30,7 +30,7 @@ from stages.langid import STOP_WORDS, default_lid_model_path
 from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
 from stages.quality import WORDS as QUALITY_WORDS
-from stages.read_text import FORMAT_NAMES, plain_format, text_column_problem
+from stages.read_text import FORMAT_NAMES, column_type, plain_format, text_column_problem
 from stages.url_filter import read_blocklist
 from stages.warc_read import DOCUMENT_SCHEMA
 
@@ -870,7 +870,7 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
     # an id or URL column named but absent would be ignored for every row; `url`, the default, may be absent
     named = {"id_field": source.id_field, "url_field": None if source.url_field == "url" else source.url_field}
     for key, name in named.items():
-        if name is not None and name not in schema.names:
+        if name is not None and column_type(schema, name) is None:
             raise ConfigError(
                 f"sources[{i}].input: {path!r} has no column {name!r} (sources[{i}].{key}; it has "
                 f"{', '.join(schema.names)})"

@@ -20,6 +20,7 @@ from typing import BinaryIO, NamedTuple
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from backports import zstd
 
@@ -96,14 +97,38 @@ def read_parquet(
 
 def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     """What keeps a Parquet file of this schema from giving its text column, or None."""
-    if text_field not in schema.names:
+    found = column_type(schema, text_field)
+    if found is None:
         return f'no column "{text_field}" (columns: {", ".join(schema.names)})'
-    type_ = schema.field(text_field).type
-    if pa.types.is_dictionary(type_):  # dictionary-encoded strings (pandas' category) read as their values
-        type_ = type_.value_type
+    type_ = found.value_type if pa.types.is_dictionary(found) else found  # pandas' category: its strings
     if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
-        return f'column "{text_field}" is {schema.field(text_field).type}, not a string'
+        return f'column "{text_field}" is {found}, not a string'
     return None
+
+
+def column_type(schema: pa.Schema, name: str) -> pa.DataType | None:
+    """The type of the column `name`, or for a dotted name such as `meta.text` of a struct column's field,
+    as JSONL's dotted fields; None if there is none."""
+    if name in schema.names:
+        return schema.field(name).type
+    top, *parts = name.split(".")
+    type_ = schema.field(top).type if top in schema.names else None
+    for part in parts:
+        if type_ is None or not pa.types.is_struct(type_) or type_.get_field_index(part) < 0:
+            return None
+        type_ = type_.field(part).type
+    return type_
+
+
+def _column_values(batch: pa.RecordBatch, name: str) -> list:
+    """The values of column `name` (a dotted name: of a struct column's field) in the batch."""
+    if name in batch.schema.names:
+        return batch.column(name).to_pylist()
+    top, *parts = name.split(".")
+    array = batch.column(top)
+    for part in parts:
+        array = pc.struct_field(array, part)
+    return array.to_pylist()
 
 
 FORMAT_NAMES = {"warc": "a WARC file", "jsonl": "JSON lines", "parquet": "a Parquet file"}
@@ -300,16 +325,17 @@ def _parquet_rows(
         # the column each role reads, when the file has it
         wanted = {"text": fields.text, "id": fields.id, "url": fields.url, "date": "date"}
         columns = {
-            role: name for role, name in wanted.items() if name is not None and name in parquet.schema_arrow.names
+            role: name
+            for role, name in wanted.items()
+            if name is not None and column_type(parquet.schema_arrow, name) is not None
         }
+        read = sorted({name if name in parquet.schema_arrow.names else name.split(".")[0] for name in columns.values()})
         offset = 0
         for group in range(parquet.num_row_groups):
             end = offset + parquet.metadata.row_group(group).num_rows
             try:
-                for batch in parquet.iter_batches(
-                    batch_size=batch_size, row_groups=[group], columns=sorted(set(columns.values()))
-                ):
-                    values = {role: batch.column(name).to_pylist() for role, name in columns.items()}
+                for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=read):
+                    values = {role: _column_values(batch, name) for role, name in columns.items()}
                     for i in range(batch.num_rows):
                         yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
                         offset += 1

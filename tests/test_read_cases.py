@@ -206,6 +206,22 @@ def test_a_dictionary_encoded_parquet_text_column_is_read(tmp_path):
     assert [row["reason"] for row in rows_of(out / "rejects", ["reason"])] == ["exact_duplicate"]
 
 
+def test_a_nested_parquet_text_is_read_by_its_dotted_name_as_in_jsonl(tmp_path):
+    path = tmp_path / "nested.parquet"
+    fields = pa.struct([("text", pa.large_string()), ("id", pa.int64())])
+    meta = [{"text": texts(2)[0], "id": 7}, {"text": None, "id": 8}, None, {"text": texts(2)[1], "id": None}]
+    pq.write_table(pa.table({"meta": pa.array(meta, fields), "url": ["http://a.example/", None, None, None]}), path)
+    out = tmp_path / "out"
+    source = {"input": [str(path)], "text_field": "meta.text", "id_field": "meta.id"}
+    result = run_belt(belt_config(tmp_path, source), out, ["ray.num_cpus=1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    docs = sorted((row["text"], row["id"], row["url"]) for row in rows_of(out / "docs", ["text", "id", "url"]))
+    assert [d[0] for d in docs] == sorted(texts(2)) and ("7", "http://a.example/") in [d[1:] for d in docs]
+    rejects = rows_of(out / "rejects", ["reason", "detail"])
+    assert [row["reason"] for row in rejects] == ["read:malformed"] * 2
+    assert all(row["detail"].endswith('"meta.text" is null') for row in rejects)
+
+
 # Beyond the listed cases: scripts/make_hostile_inputs.py's files, as tools and disks have them.
 
 
