@@ -844,9 +844,13 @@ def _check_plain_format(config: Config, i: int, path: str) -> None:
         return  # the reader names a file it cannot open
     if found is not None and found != read_as:
         how = f"sources[{i}].format says" if source.format != "auto" else f"its name says (sources[{i}].format: auto)"
+        fix = (
+            "convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+            if found == "utf-16"
+            else "set the source's format, or give the file a source of its own"
+        )
         raise ConfigError(
-            f"sources[{i}].input: {path!r} is {FORMAT_NAMES[found]}, not {FORMAT_NAMES[read_as]} as {how}; "
-            "set the source's format, or give the file a source of its own"
+            f"sources[{i}].input: {path!r} is {FORMAT_NAMES[found]}, not {FORMAT_NAMES[read_as]} as {how}; {fix}"
         )
 
 

@@ -101,9 +101,19 @@ def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     if found is None:
         return f'no column "{text_field}" (columns: {", ".join(schema.names)})'
     type_ = found.value_type if pa.types.is_dictionary(found) else found  # pandas' category: its strings
-    if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
+    if not any(is_type(type_) for is_type in _TEXT_TYPES):
         return f'column "{text_field}" is {found}, not a string'
     return None
+
+
+# string types, and binary ones read as UTF-8 (Hive, Impala and Spark before 1.5 write strings as binary)
+_TEXT_TYPES = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_string_view,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+)
 
 
 def column_type(schema: pa.Schema, name: str) -> pa.DataType | None:
@@ -131,18 +141,22 @@ def _column_values(batch: pa.RecordBatch, name: str) -> list:
     return array.to_pylist()
 
 
-FORMAT_NAMES = {"warc": "a WARC file", "jsonl": "JSON lines", "parquet": "a Parquet file"}
+FORMAT_NAMES = {"warc": "a WARC file", "jsonl": "JSON lines", "parquet": "a Parquet file", "utf-16": "UTF-16 text"}
 
 
 def plain_format(handle: BinaryIO) -> str | None:
     """The format a file plainly is by its first bytes (decompressed): "warc" (WARC or ARC), "jsonl" (a JSON
-    object first) or "parquet"; None when they do not say (text, HTML, a stream broken at its start)."""
+    object first), "parquet", or "utf-16" text (a byte order mark, or `{` in UTF-16, as Windows tools write
+    JSON lines: none of the three); None when they do not say (text, HTML, a stream broken at its start)."""
     raw = handle.read(1 << 16)
     if raw.startswith(b"PAR1"):
         return "parquet"
     if raw.startswith(DICTIONARY_FRAME):  # a zstd dictionary first: the .warc.zst layout
         return "warc"
-    head = first_bytes(raw, 64).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    head = first_bytes(raw, 64)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"{\x00", b"\x00{")):
+        return "utf-16"
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
     if head.startswith((b"WARC/", b"filedesc://")):
         return "warc"
     if head.startswith(b"{"):
@@ -350,7 +364,16 @@ def _parquet_row(path: str, offset: int, limit: int, text_field: str, values: di
     text = values["text"]
     if text is None:
         return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is null')
+    if isinstance(text, bytes):  # a binary column: Hive, Impala and old Spark write strings so
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            where = f"byte 0x{text[error.start]:02x} at byte {error.start + 1}"
+            return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is not UTF-8 ({where})')
     size = len(text.encode("utf-8"))
     if size > limit:
         return _too_large(path, offset, f"{path} row index {offset}: text of {size} bytes, over the {limit}-byte limit")
-    return _text_row(path, offset, text, values.get("id"), values.get("url"), values.get("date"), "parquet")
+    record_id, url = (
+        v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in (values.get("id"), values.get("url"))
+    )
+    return _text_row(path, offset, text, record_id, url, values.get("date"), "parquet")

@@ -134,6 +134,12 @@ MISREAD = [  # (file name, its bytes, the source's format, what the line says)
         "is JSON lines, not a WARC file as its name says (sources[0].format: auto)",
     ),
     ("docs.jsonl.zst", lambda tmp: parquet_bytes(tmp), "auto", "is a Parquet file, not JSON lines as its name says"),
+    (
+        "windows.jsonl",
+        lambda tmp: jsonl_bytes(3).decode().encode("utf-16"),
+        "auto",
+        "is UTF-16 text, not JSON lines as its name says (sources[0].format: auto); convert it to UTF-8",
+    ),
 ]
 
 
@@ -204,6 +210,20 @@ def test_a_dictionary_encoded_parquet_text_column_is_read(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(row["text"] for row in rows_of(out / "docs", ["text"])) == sorted(texts(3))
     assert [row["reason"] for row in rows_of(out / "rejects", ["reason"])] == ["exact_duplicate"]
+
+
+def test_a_binary_parquet_text_column_is_read_as_utf8(tmp_path):
+    path = tmp_path / "hive.parquet"
+    text = pa.array([t.encode() for t in texts(2)] + ["café in latin-1".encode("latin-1")], pa.binary())
+    pq.write_table(pa.table({"text": text, "id": pa.array([b"a", b"b", b"c"])}), path)  # as Hive writes strings
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": [str(path)], "id_field": "id"}), out, ["ray.num_cpus=1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted((r["id"], r["text"]) for r in rows_of(out / "docs", ["id", "text"])) == list(zip("ab", texts(2)))
+    (reject,) = rows_of(out / "rejects", ["reason", "detail"])
+    assert reject["reason"] == "read:malformed" and reject["detail"].endswith(
+        '"text" is not UTF-8 (byte 0xe9 at byte 4)'
+    )
 
 
 def test_a_nested_parquet_text_is_read_by_its_dotted_name_as_in_jsonl(tmp_path):
