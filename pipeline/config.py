@@ -546,9 +546,9 @@ def _resolve(path: str, base: Path) -> str:
 
 def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> list[str]:
     """Paths (or s3:// URIs) matched by each pattern, sorted per pattern. A local pattern is an existing file's
-    exact path (glob characters in its name are its own), a folder (every file under it, hidden names aside,
-    as datatrove reads a folder) or a glob. A pattern that matches nothing, or a broken symbolic link, is a
-    config error."""
+    exact path (glob characters in its name are its own), a folder (every file under it, names starting with
+    `.` or `_` aside, as Spark and Arrow read a folder) or a glob. A pattern that matches nothing, or a broken
+    symbolic link, is a config error."""
     files = []
     for pattern in patterns:
         if pattern.startswith("s3://"):
@@ -583,6 +583,8 @@ def _local_files(pattern: str) -> list[str]:
         return [os.path.abspath(pattern)]
     folder = os.path.isdir(pattern)
     found = glob.glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern, recursive=True)
+    if folder:  # as Spark and Arrow read a folder: `_SUCCESS`, `_metadata`, `_temporary/` are the writer's
+        found = [p for p in found if not any(part.startswith("_") for part in Path(p).relative_to(pattern).parts)]
     broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
     if broken:
         more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""

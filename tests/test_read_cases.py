@@ -269,3 +269,20 @@ def test_hostile_inputs_keep_what_standard_tools_recover_and_each_file_is_read_o
         read_whole = kept + [row["text"] for row in rejected if row["reason"] == "exact_duplicate"]
         assert sorted(read_whole) == sorted(make_hostile_inputs.recoverable(Path(path))), kind
         assert records.get(path, 0) == len(kept) + len(rejected), kind
+
+
+def test_a_spark_output_folder_is_read_without_its_writers_files(tmp_path):
+    folder = tmp_path / "spark output"
+    (folder / "_temporary" / "0").mkdir(parents=True)
+    for n, text in enumerate(texts(2)):
+        pq.write_table(pa.table({"text": [text]}), folder / f"part-0000{n}.snappy.parquet")
+    (folder / "_SUCCESS").write_bytes(b"")
+    (folder / "_temporary" / "0" / "part-00002.snappy.parquet").write_bytes(b"PAR1 a task still writing")
+    (folder / ".part-00000.snappy.parquet.crc").write_bytes(b"crc")
+    out = tmp_path / "out"
+    result = run_belt(belt_config(tmp_path, {"input": [str(folder)], "format": "parquet"}), out, ["ray.num_cpus=1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [Path(part["file"]).name for part in assert_complete(out)["inputs"]] == [
+        "part-00000.snappy.parquet",
+        "part-00001.snappy.parquet",
+    ]
