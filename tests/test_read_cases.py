@@ -18,6 +18,7 @@ from backports import zstd
 
 from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
 from stages.read_text import read_jsonl
+from stages.warc_read import read_warc
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import make_hostile_inputs  # noqa: E402
@@ -286,3 +287,15 @@ def test_a_spark_output_folder_is_read_without_its_writers_files(tmp_path):
         "part-00000.snappy.parquet",
         "part-00001.snappy.parquet",
     ]
+
+
+def test_a_warc_zst_written_by_pzstd_is_read_as_its_plain_warc(tmp_path):
+    plain = ROOT / "tests" / "fixtures" / "warc" / "crawl-00002.warc"
+    data = plain.read_bytes()
+    half = data.index(b"WARC/1.0", len(data) // 2)  # a record boundary: pzstd frames hold whole records here
+    frames = [zstd.compress(part) for part in (data[:half], data[half:])]
+    path = tmp_path / "crawl.warc.zst"  # pzstd: a skippable frame holding each frame's size before it
+    path.write_bytes(b"".join(make_hostile_inputs.skippable(len(f).to_bytes(4, "little")) + f for f in frames))
+    expected = [(r["reason"], r["url"], r["text"]) for t in read_warc(str(plain), 0, "web") for r in t.to_pylist()]
+    found = [(r["reason"], r["url"], r["text"]) for t in read_warc(str(path), 0, "web") for r in t.to_pylist()]
+    assert found == expected and len(found) > 10
