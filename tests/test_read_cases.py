@@ -299,3 +299,17 @@ def test_a_warc_zst_written_by_pzstd_is_read_as_its_plain_warc(tmp_path):
     expected = [(r["reason"], r["url"], r["text"]) for t in read_warc(str(plain), 0, "web") for r in t.to_pylist()]
     found = [(r["reason"], r["url"], r["text"]) for t in read_warc(str(path), 0, "web") for r in t.to_pylist()]
     assert found == expected and len(found) > 10
+
+
+@pytest.mark.parametrize("name", ["crawl-00000.warc.gz", "crawl-00002.warc"])
+def test_zero_padding_after_a_warc_is_no_record_as_gzip_reads_it(tmp_path, name):
+    source = ROOT / "tests" / "fixtures" / "warc" / name
+    padded, zeros = tmp_path / name, tmp_path / f"zeros-{name}"
+    padded.write_bytes(source.read_bytes() + bytes(10_000))  # as tape and block devices pad a file
+    zeros.write_bytes(bytes(10_000))
+
+    def rows(path: Path) -> list[tuple]:
+        return [(r["offset"], r["reason"], r["text"]) for t in read_warc(str(path), 0, "web") for r in t.to_pylist()]
+
+    assert rows(padded) == rows(source)
+    assert [reason for _, reason, _ in rows(zeros)] == ["read:malformed"]  # only zeros: no WARC at all
