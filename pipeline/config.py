@@ -31,7 +31,7 @@ from stages.langid import STOP_WORDS, default_lid_model_path
 from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
 from stages.quality import WORDS as QUALITY_WORDS
-from stages.read_text import text_column_problem
+from stages.read_text import FORMAT_NAMES, column_type, plain_format, text_column_problem
 from stages.url_filter import read_blocklist
 from stages.warc_read import DOCUMENT_SCHEMA
 
@@ -98,8 +98,8 @@ def input_format(path: str, source: Source) -> str:
     """How a source's input file is read: its source's `format`, or else by the file's name."""
     if source.format != "auto":
         return source.format
-    name = path.lower()
-    if name.endswith((".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson")):
+    name = path.lower().removesuffix(".gz").removesuffix(".zst")
+    if name.endswith((".jsonl", ".ndjson", ".json")):
         return "jsonl"
     if name.endswith(".parquet"):
         return "parquet"
@@ -559,9 +559,9 @@ def _resolve(path: str, base: Path) -> str:
 
 def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> list[str]:
     """Paths (or s3:// URIs) matched by each pattern, sorted per pattern. A local pattern is an existing file's
-    exact path (glob characters in its name are its own), a folder (every file under it, hidden names aside,
-    as datatrove reads a folder) or a glob. A pattern that matches nothing, or a broken symbolic link, is a
-    config error."""
+    exact path (glob characters in its name are its own), a folder (every file under it, names starting with
+    `.` or `_` aside, as Spark and Arrow read a folder) or a glob. A pattern that matches nothing, or a broken
+    symbolic link, is a config error."""
     files = []
     for pattern in patterns:
         if pattern.startswith("s3://"):
@@ -576,7 +576,19 @@ def expand_inputs(patterns: list[str], storage: StorageConfig | None = None) -> 
         if not matched:
             raise ConfigError(f"input {pattern!r} matches no file")
         files.extend(matched)
-    return files
+    # a file reached twice (two patterns, a symbolic or hard link to it) is read once, under its first path
+    first_paths: dict[str | tuple[int, int], str] = {}
+    for f in files:
+        first_paths.setdefault(file_key(f), f)
+    return list(first_paths.values())
+
+
+def file_key(path: str) -> str | tuple[int, int]:
+    """What a file is, however it is reached: its device and inode locally, its URI on object storage."""
+    if "://" in path:
+        return path
+    status = os.stat(path)
+    return status.st_dev, status.st_ino
 
 
 def _local_files(pattern: str) -> list[str]:
@@ -584,6 +596,8 @@ def _local_files(pattern: str) -> list[str]:
         return [os.path.abspath(pattern)]
     folder = os.path.isdir(pattern)
     found = glob.glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern, recursive=True)
+    if folder:  # as Spark and Arrow read a folder: `_SUCCESS`, `_metadata`, `_temporary/` are the writer's
+        found = [p for p in found if not any(part.startswith("_") for part in Path(p).relative_to(pattern).parts)]
     broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
     if broken:
         more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
@@ -796,7 +810,7 @@ def _check_sources(config: Config, problems: Problems) -> None:
     names = [s.name for s in config.sources]
     if len(set(names)) != len(names):
         problems.found.append(f"sources: names must be unique, got {names}")
-    owners: dict[str, int] = {}  # input file -> index of the first source that lists it
+    owners: dict[str | tuple[int, int], int] = {}  # input file (file_key) -> index of the first source listing it
     for i, source in enumerate(config.sources):
         problems.check(_check_source_input, config, i, owners)
         if source.weight < 0:
@@ -805,14 +819,14 @@ def _check_sources(config: Config, problems: Problems) -> None:
         problems.found.append("sources: at least one weight must be above 0")
 
 
-def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
+def _check_source_input(config: Config, i: int, owners: dict[str | tuple[int, int], int]) -> None:
     source = config.sources[i]
     if not source.input:
         raise ConfigError(f"sources[{i}].input: no input given")
     _choices(source.format, ("auto", "warc", "jsonl", "parquet"), f"sources[{i}].format")
     source.files = files = expand_inputs(source.input, config.storage)
     for f in files:
-        first = owners.setdefault(f, i)
+        first = owners.setdefault(file_key(f), i)
         if first != i:  # its documents would count for one source only, silently
             raise ConfigError(
                 f"sources[{i}].input: {f!r} is also an input of sources[{first}] "
@@ -828,6 +842,32 @@ def _check_source_input(config: Config, i: int, owners: dict[str, int]) -> None:
     for f in files:
         if source.curated or input_format(f, source) == "parquet":
             _check_text_column(config, i, f, "text" if source.curated else source.text_field)
+        else:
+            _check_plain_format(config, i, f)
+
+
+def _check_plain_format(config: Config, i: int, path: str) -> None:
+    """A file whose first bytes plainly say it is another format than it is read as would give a
+    `read:malformed` row for every record: stop instead, naming it."""
+    from pipeline.storage import open_input
+
+    source = config.sources[i]
+    read_as = input_format(path, source)
+    try:
+        with open_input(path, config.storage) as handle:
+            found = plain_format(handle)
+    except OSError:
+        return  # the reader names a file it cannot open
+    if found is not None and found != read_as:
+        how = f"sources[{i}].format says" if source.format != "auto" else f"its name says (sources[{i}].format: auto)"
+        fix = (
+            "convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+            if found == "utf-16"
+            else "set the source's format, or give the file a source of its own"
+        )
+        raise ConfigError(
+            f"sources[{i}].input: {path!r} is {FORMAT_NAMES[found]}, not {FORMAT_NAMES[read_as]} as {how}; {fix}"
+        )
 
 
 def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
@@ -844,6 +884,17 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
         raise ConfigError(
             f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has {', '.join(schema.names)})"
         )
+    source = config.sources[i]
+    if source.curated:
+        return
+    # an id or URL column named but absent would be ignored for every row; `url`, the default, may be absent
+    named = {"id_field": source.id_field, "url_field": None if source.url_field == "url" else source.url_field}
+    for key, name in named.items():
+        if name is not None and column_type(schema, name) is None:
+            raise ConfigError(
+                f"sources[{i}].input: {path!r} has no column {name!r} (sources[{i}].{key}; it has "
+                f"{', '.join(schema.names)})"
+            )
 
 
 def _fasttext_labels(key: str, path: str) -> list[str]:

@@ -84,8 +84,29 @@ def _as_is(first: bytes, stream: BinaryIO, limit: int) -> bytes:
 
 
 def is_zstd_file(head: bytes) -> bool:
-    """Whether a file starting with `head` (4 bytes) is a .warc.zst: a zstd or dictionary frame first."""
-    return head in (ZSTD_MAGIC, DICTIONARY_FRAME)
+    """Whether a file starting with `head` (4 bytes) is zstd: a zstd frame first, or a skippable one (a
+    .warc.zst's dictionary; pzstd writes one before each frame)."""
+    return head == ZSTD_MAGIC or _is_skippable(head)
+
+
+def _is_skippable(magic: bytes) -> bool:
+    return len(magic) >= 4 and magic[1:4] == _SKIPPABLE_TAIL and 0x50 <= magic[0] <= 0x5F
+
+
+def first_bytes(data: bytes, size: int) -> bytes:
+    """Up to `size` bytes of what a file starting with `data` holds: decompressed when it is gzip or zstd
+    (skippable frames first, as pzstd writes, are passed over), as it is otherwise. b"" if it does not
+    decompress."""
+    try:
+        if data.startswith(b"\x1f\x8b"):
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, size)
+        while _is_skippable(data) and len(data) >= 8:
+            data = data[8 + struct.unpack("<I", data[4:8])[0] :]
+        if data.startswith(ZSTD_MAGIC):
+            return zstd.ZstdDecompressor().decompress(data, size)
+    except (zlib.error, zstd.ZstdError):
+        return b""
+    return data[:size]
 
 
 class ZstdFrames:
@@ -136,7 +157,7 @@ class ZstdFrames:
             if not head:
                 return False
             magic = head[:4]
-            if magic[1:] == _SKIPPABLE_TAIL and 0x50 <= magic[0] <= 0x5F and len(head) == 8:
+            if _is_skippable(magic) and len(head) == 8:
                 self._next_frame += 8 + struct.unpack("<I", head[4:])[0]
                 continue
             if magic != ZSTD_MAGIC:

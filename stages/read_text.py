@@ -8,7 +8,8 @@ field is a `read:malformed` row naming the file and line, and reading goes on wi
 stream that breaks mid-file (a truncated or corrupt gzip or zstd) ends the file with one such row.
 Lines are read in bounded chunks, so a line over the size limit is counted (`read:too_large`) without
 ever being held whole. A Parquet file is read in batches of the needed columns; a record's offset is
-its row index.
+its row index. A row group that breaks (a corrupt page, a page checksum that fails) makes each of its rows
+not yet read a `read:malformed` row, and reading goes on with the next row group.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import BinaryIO, NamedTuple
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from backports import zstd
 
-from stages.compressed import is_zstd_file
+from stages.compressed import DICTIONARY_FRAME, first_bytes, is_zstd_file
 from stages.warc_read import STAGE, document_batches, open_local, stable_id
 
 _CHUNK = 1 << 20
@@ -95,11 +97,70 @@ def read_parquet(
 
 def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     """What keeps a Parquet file of this schema from giving its text column, or None."""
-    if text_field not in schema.names:
+    found = column_type(schema, text_field)
+    if found is None:
         return f'no column "{text_field}" (columns: {", ".join(schema.names)})'
-    type_ = schema.field(text_field).type
-    if not (pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_string_view(type_)):
-        return f'column "{text_field}" is {type_}, not a string'
+    type_ = found.value_type if pa.types.is_dictionary(found) else found  # pandas' category: its strings
+    if not any(is_type(type_) for is_type in _TEXT_TYPES):
+        return f'column "{text_field}" is {found}, not a string'
+    return None
+
+
+# string types, and binary ones read as UTF-8 (Hive, Impala and Spark before 1.5 write strings as binary)
+_TEXT_TYPES = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_string_view,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+)
+
+
+def column_type(schema: pa.Schema, name: str) -> pa.DataType | None:
+    """The type of the column `name`, or for a dotted name such as `meta.text` of a struct column's field,
+    as JSONL's dotted fields; None if there is none."""
+    if name in schema.names:
+        return schema.field(name).type
+    top, *parts = name.split(".")
+    type_ = schema.field(top).type if top in schema.names else None
+    for part in parts:
+        if type_ is None or not pa.types.is_struct(type_) or type_.get_field_index(part) < 0:
+            return None
+        type_ = type_.field(part).type
+    return type_
+
+
+def _column_values(batch: pa.RecordBatch, name: str) -> list:
+    """The values of column `name` (a dotted name: of a struct column's field) in the batch."""
+    if name in batch.schema.names:
+        return batch.column(name).to_pylist()
+    top, *parts = name.split(".")
+    array = batch.column(top)
+    for part in parts:
+        array = pc.struct_field(array, part)
+    return array.to_pylist()
+
+
+FORMAT_NAMES = {"warc": "a WARC file", "jsonl": "JSON lines", "parquet": "a Parquet file", "utf-16": "UTF-16 text"}
+
+
+def plain_format(handle: BinaryIO) -> str | None:
+    """The format a file plainly is by its first bytes (decompressed): "warc" (WARC or ARC), "jsonl" (a JSON
+    object first), "parquet", or "utf-16" text (a byte order mark, or `{` in UTF-16, as Windows tools write
+    JSON lines: none of the three); None when they do not say (text, HTML, a stream broken at its start)."""
+    raw = handle.read(1 << 16)
+    if raw.startswith(b"PAR1"):
+        return "parquet"
+    if raw.startswith(DICTIONARY_FRAME):  # a zstd dictionary first: the .warc.zst layout
+        return "warc"
+    head = first_bytes(raw, 64)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"{\x00", b"\x00{")):
+        return "utf-16"
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if head.startswith((b"WARC/", b"filedesc://")):
+        return "warc"
+    if head.startswith(b"{"):
+        return "jsonl"
     return None
 
 
@@ -140,26 +201,28 @@ def _jsonl_rows(path: str, limit: int, open_file: Callable[[str], BinaryIO], fie
     with handle:
         head = handle.read(4)
         handle.seek(0)
-        stream: BinaryIO | gzip.GzipFile | zstd.ZstdFile
+        # read1: what the decompressor has decoded so far, so that a stream that breaks loses no decoded
+        # byte before the break (read() gathers a whole chunk first and drops it when the stream fails)
+        read: Callable[[int], bytes]
         if head.startswith(b"\x1f\x8b"):
-            kind, stream = "gzip", gzip.GzipFile(fileobj=handle)
+            kind, read = "gzip", gzip.GzipFile(fileobj=handle).read1
         elif is_zstd_file(head):
-            kind, stream = "zstd", zstd.ZstdFile(handle)
+            kind, read = "zstd", zstd.ZstdFile(handle).read1
         else:
-            kind, stream = "file", handle
-        for line in _lines(stream, limit, kind):
+            kind, read = "file", handle.read
+        for line in _lines(read, limit, kind):
             row = _jsonl_row(line, path, limit, fields)
             if row is not None:
                 yield row
 
 
-def _lines(stream: BinaryIO | gzip.GzipFile | zstd.ZstdFile, limit: int, kind: str) -> Iterator[_Line]:
+def _lines(read: Callable[[int], bytes], limit: int, kind: str) -> Iterator[_Line]:
     """The stream's lines, read a chunk at a time; a line's bytes are kept only while within `limit`."""
     start, number, size = 0, 1, 0  # the current line's offset, number and length so far
     held = bytearray()
     while True:
         try:
-            chunk = stream.read(_CHUNK)
+            chunk = read(_CHUNK)
         except Exception as error:  # anything a decompressor raises on bad or missing bytes
             yield _Line(start, number, None, size, False, f"{kind} stream broken ({_describe(error)})")
             return
@@ -202,15 +265,25 @@ def _jsonl_row(line: _Line, path: str, limit: int, fields: Fields) -> dict | Non
         found = _JSON_TYPES.get(type(text), type(text).__name__)
         return _malformed(path, line.offset, f'{where}: "{fields.text}" is {found}, not a string')
     record_id = None if fields.id is None else _field(record, fields.id)
-    return _text_row(
-        path,
-        line.offset,
-        text,
-        None if record_id is _MISSING else record_id,
-        _field(record, fields.url),
-        record.get("date"),
-        "jsonl",
-    )
+    record_id = None if record_id is _MISSING else record_id
+    url, date = _field(record, fields.url), record.get("date")
+    if b"\\ud" in line.data or b"\\uD" in line.data:  # a \uD800-\uDFFF escape: a surrogate, alone no character
+        for name, value in ((fields.text, text), (fields.id, record_id), (fields.url, url), ("date", date)):
+            problem = _lone_surrogate(value)
+            if problem is not None:
+                return _malformed(path, line.offset, f'{where}: "{name}" {problem}')
+    return _text_row(path, line.offset, text, record_id, url, date, "jsonl")
+
+
+def _lone_surrogate(value) -> str | None:
+    """What is wrong with a string holding a lone surrogate (json.loads lets `"\\ud800"` through), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"holds a lone surrogate (\\u{ord(value[error.start]):04x} at character {error.start + 1}), not Unicode"
+    return None
 
 
 def _json_object(data: bytes, first: bool) -> tuple[dict | None, str | None]:
@@ -255,7 +328,7 @@ def _parquet_rows(
         return
     with handle:
         try:
-            parquet = pq.ParquetFile(handle)
+            parquet = pq.ParquetFile(handle, page_checksum_verification=True)  # where the writer stored them
         except Exception as error:  # pyarrow's ArrowInvalid for bytes that are not Parquet, or an OSError
             yield _malformed(path, 0, f"{path}: not a Parquet file ({_describe(error)})")
             return
@@ -266,24 +339,41 @@ def _parquet_rows(
         # the column each role reads, when the file has it
         wanted = {"text": fields.text, "id": fields.id, "url": fields.url, "date": "date"}
         columns = {
-            role: name for role, name in wanted.items() if name is not None and name in parquet.schema_arrow.names
+            role: name
+            for role, name in wanted.items()
+            if name is not None and column_type(parquet.schema_arrow, name) is not None
         }
+        read = sorted({name if name in parquet.schema_arrow.names else name.split(".")[0] for name in columns.values()})
         offset = 0
-        try:
-            for batch in parquet.iter_batches(batch_size=batch_size, columns=sorted(set(columns.values()))):
-                values = {role: batch.column(name).to_pylist() for role, name in columns.items()}
-                for i in range(batch.num_rows):
-                    yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
-                    offset += 1
-        except Exception as error:  # a corrupt page or row group: the rows after it cannot be read
-            yield _malformed(path, offset, f"{path} row index {offset}: unreadable ({_describe(error)})")
+        for group in range(parquet.num_row_groups):
+            end = offset + parquet.metadata.row_group(group).num_rows
+            try:
+                for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=read):
+                    values = {role: _column_values(batch, name) for role, name in columns.items()}
+                    for i in range(batch.num_rows):
+                        yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
+                        offset += 1
+            except Exception as error:  # a corrupt page: the rest of its row group is lost, not the next ones
+                what = f"unreadable (row group {group}, row indexes {offset} to {end - 1}: {_describe(error)})"
+                for lost in range(offset, end):
+                    yield _malformed(path, lost, f"{path} row index {lost}: {what}")
+                offset = end
 
 
 def _parquet_row(path: str, offset: int, limit: int, text_field: str, values: dict) -> dict:
     text = values["text"]
     if text is None:
         return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is null')
+    if isinstance(text, bytes):  # a binary column: Hive, Impala and old Spark write strings so
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            where = f"byte 0x{text[error.start]:02x} at byte {error.start + 1}"
+            return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is not UTF-8 ({where})')
     size = len(text.encode("utf-8"))
     if size > limit:
         return _too_large(path, offset, f"{path} row index {offset}: text of {size} bytes, over the {limit}-byte limit")
-    return _text_row(path, offset, text, values.get("id"), values.get("url"), values.get("date"), "parquet")
+    record_id, url = (
+        v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in (values.get("id"), values.get("url"))
+    )
+    return _text_row(path, offset, text, record_id, url, values.get("date"), "parquet")

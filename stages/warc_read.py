@@ -184,6 +184,8 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                         break
                     except Exception as error:  # anything warcio raises on a bad record
                         found = file_offset(iterator.offset)
+                        if not frames and found > 0 and _zeros_to_end(handle, found):
+                            break  # padding after the last record or gzip member, as gzip reads it: no record
                         bad_offset = _next_offset(found, last_offset)
                         what = _frame_error(frames, found) or _describe(error, stderr.getvalue())
                         if bad_offset != found:
@@ -218,6 +220,19 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                     last_offset = bad_offset
                     yield _malformed(path, bad_offset, frames.error[1])
             start = None if bad_offset is None else _resync(handle, bad_offset + 1, kind)
+
+
+def _zeros_to_end(handle: BinaryIO, position: int) -> bool:
+    """Whether the file holds only zero bytes from `position` on (and at least one)."""
+    handle.seek(position)
+    chunk = handle.read(_SEARCH_CHUNK)
+    if not chunk:
+        return False
+    while chunk:
+        if chunk.strip(b"\x00"):
+            return False
+        chunk = handle.read(_SEARCH_CHUNK)
+    return True
 
 
 def _frame_error(frames: ZstdFrames | None, offset: int) -> str | None:
