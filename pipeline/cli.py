@@ -185,7 +185,7 @@ def main(argv=None) -> int:
         broken = stage_error(exc)
         if broken is not None:
             print(with_log(f"stage error: {broken}", exc), file=sys.stderr)
-            return 1
+            return 2
         failed = storage_error(exc)
         if failed is None:
             raise  # the traceback ends with the note of where the log is

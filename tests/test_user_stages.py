@@ -310,7 +310,7 @@ def test_a_stage_that_breaks_the_contract_on_a_worker_stops_the_run_in_one_line(
     raw = base_config([str(inputs)], tmp_path / "out", stages=["language", {"use": "my_slow_stage:BreaksOnBigBatches"}])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
     done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, outside)
-    assert done.returncode == 1
+    assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(
         "stage error: stage breaks_on_big_batches (my_slow_stage:BreaksOnBigBatches) returned 2 values of 'page' for"
