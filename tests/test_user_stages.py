@@ -563,3 +563,35 @@ def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_
     assert manifest["counts"]["rejected_by_reason"] == {"dated:no_score": 1} and manifest["counts"]["kept"] == 3
     docs = pq.read_table(next((tmp_path / "out" / "docs").glob("*.parquet")))
     assert docs.schema.field("length").type == pa.int64()
+
+
+def test_a_select_that_matches_no_document_says_so(tmp_path):
+    """With nothing else to draw from, the run stops in one line (exit 2, no docs/) rather than end green
+    without token shards; with another source still drawn from, the run goes on and says which source
+    `select` emptied, in the log and the manifest."""
+    write_jsonl(tmp_path / "web.jsonl", 0, 6)
+    write_jsonl(tmp_path / "books.jsonl", 6, 6)
+    stages = ["language", {"use": "test_user_stages:Scores"}]  # score_s 0 for every page
+    config = base_config([str(tmp_path / "web.jsonl")], tmp_path / "alone", stages=stages)
+    config["sources"][0]["select"] = {"score": "score_s", "min_score": 2}
+    (tmp_path / "alone.yaml").write_text(yaml.safe_dump(config))
+    done = run_cli(["run", str(tmp_path / "alone.yaml")], tmp_path, Path(__file__).parent)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "config error: sources[0].select matched no document of source 'notes': the best score_s of its 6 "
+        "documents is 0, below min_score 2; no other source has a document to draw"
+    )
+    assert "Traceback" not in done.stderr and not (tmp_path / "alone" / "docs").exists()
+
+    config["output"] = str(tmp_path / "two")
+    config["sources"].append({"name": "books", "input": [str(tmp_path / "books.jsonl")]})
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump(config))
+    done = run_cli(["run", str(tmp_path / "two.yaml")], tmp_path, Path(__file__).parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = (
+        "sources[0].select matched no document of source 'notes': the best score_s of its 6 documents is 0, "
+        "below min_score 2"
+    )
+    assert f"mixture: {line}\n" in done.stderr and "has weight 1.0 but no tokens" not in done.stderr
+    manifest = json.loads((tmp_path / "two" / "manifest.json").read_text())
+    assert manifest["mixture"]["warnings"] == [line] and manifest["tokens"]["sequences"] > 0
