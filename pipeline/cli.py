@@ -249,6 +249,8 @@ def validate_command(args) -> int:
     from pipeline.config import input_format
 
     print(f"config {args.config}: no problems found")
+    for note in config.notes:
+        print(f"note: {note}")
     for source in config.sources:
         files = source.files
         kinds = {"warc": "crawl", "jsonl": "JSONL", "parquet": "Parquet text"}

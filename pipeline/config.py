@@ -419,10 +419,13 @@ class Config:
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     packing: PackingConfig = field(default_factory=PackingConfig)
+    # what validation saw that is not a problem (a user stage raising on the probe batch): `validate` says it
+    notes: list[str] = field(default_factory=list, init=False, repr=False)
 
     def to_dict(self) -> dict:
         """The settings as written into manifest.json and run.log: a secret key is not shown."""
         settings = dataclasses.asdict(self)
+        del settings["notes"]
         for source in settings["sources"]:
             del source["files"]  # the manifest lists its inputs
         if settings["storage"]["secret_access_key"]:
@@ -1067,9 +1070,16 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
     _check_number(entry.get("threshold"), f"{key}.threshold", "a number", lambda v: True)
     _check_number(entry.get("max_error_share"), f"{key}.max_error_share", "a share in [0, 1]", lambda v: 0 <= v <= 1)
     try:
-        return spec.user_stage(entry, probe=True)
+        stage = spec.user_stage(entry, probe=True)
     except StageError as error:
         raise ConfigError(f"{key}: {error}") from None
+    if stage.runner.probe_errors:
+        config.notes.append(
+            f"{key}: stage {stage.spec.name} raised on the probe batch ({stage.runner.probe_errors}); on real "
+            f"documents a run stops once it raises on more than max_error_share ({stage.runner.max_error_share:g})"
+            " of them"
+        )
+    return stage
 
 
 def _check_number(value, key: str, wording: str, accepts) -> None:

@@ -106,6 +106,8 @@ class UserStage:
         self.max_error_share = MAX_ERROR_SHARE if max_error_share is None else max_error_share
         self._rows = self._errors = 0  # on this worker so far: the rows given and the rows that raised
         self._first_error: str | None = None
+        self._judging = True  # False on the probe batch, whose made-up rows a stage may fairly fail on
+        self.probe_errors: str | None = None  # what the probe batch's rows raised, for `validate` to say
         self.score_column = f"score_{self.name}"
         if threshold is not None and self.score_column not in self.adds:
             raise StageError(f"{target!r}: a threshold needs the stage to add the column {self.score_column!r}")
@@ -143,6 +145,19 @@ class UserStage:
             else:
                 self._run = lambda batch: found(batch, **self.arguments)
         return self._run
+
+    def probe(self, batch: pa.Table) -> None:
+        """Set up and run on a made-up batch: a contract error is a StageError; rows that raise are not judged
+        against max_error_share (a stage made for one kind of document may fail on these), but noted."""
+        self._judging = False
+        try:
+            self(batch)
+        finally:
+            self._judging = True
+        if self._errors:
+            self.probe_errors = f"{self._errors} of {self._rows} rows, the first: {self._first_error}"
+        self._rows = self._errors = 0
+        self._first_error = None
 
     def fingerprint(self) -> dict:
         """What shapes its verdicts: the import path, arguments, and the code's package version or file hash."""
@@ -246,7 +261,7 @@ class UserStage:
         self._rows += rows
         self._errors += errors
         self._first_error = self._first_error or first_error
-        if self._rows >= 2 and self._errors > self.max_error_share * self._rows:
+        if self._judging and self._rows >= 2 and self._errors > self.max_error_share * self._rows:
             raise StageError(
                 f"stage {self.name} ({self.target}) raised on {self._errors} of {self._rows} rows, more than its "
                 f"max_error_share ({self.max_error_share:g}); the first: {self._first_error}"
