@@ -208,7 +208,7 @@ def run_command(argv=None) -> int:
         broken = stage_error(exc)
         if broken is not None:
             print(with_log(f"stage error: {broken}", exc), file=sys.stderr)
-            return 1
+            return 2
         failed = storage_error(exc)
         if failed is None:
             raise  # the traceback ends with the note of where the log is
@@ -272,6 +272,8 @@ def validate_command(args) -> int:
     from pipeline.config import input_format
 
     print(f"config {args.config}: no problems found")
+    for note in config.notes:
+        print(f"note: {note}")
     for source in config.sources:
         files = source.files
         kinds = {"warc": "crawl", "jsonl": "JSONL", "parquet": "Parquet text"}

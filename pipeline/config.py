@@ -8,8 +8,10 @@ after a problem, so that one ConfigError holds every problem the config has (`cr
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import glob
 import importlib.util
+import json
 import math
 import os
 import re
@@ -418,10 +420,13 @@ class Config:
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     packing: PackingConfig = field(default_factory=PackingConfig)
+    # what validation saw that is not a problem (a user stage raising on the probe batch): `validate` says it
+    notes: list[str] = field(default_factory=list, init=False, repr=False)
 
     def to_dict(self) -> dict:
         """The settings as written into manifest.json and run.log, credentials masked (pipeline/redact.py)."""
         settings = dataclasses.asdict(self)
+        del settings["notes"]
         for source in settings["sources"]:
             del source["files"]  # the manifest lists its inputs
         if settings["storage"]["secret_access_key"]:
@@ -1019,12 +1024,23 @@ def _check_select(config: Config, i: int) -> None:
         from pipeline.storage import parquet_file
 
         for f in config.sources[i].files:
-            if select.score not in parquet_file(f, config.storage).schema_arrow.names:
+            schema = parquet_file(f, config.storage).schema_arrow
+            if select.score not in schema.names:
                 raise ConfigError(f"{key}.score: {f!r} has no column {select.score!r}")
+            if not _is_number(schema.field(select.score).type):
+                raise ConfigError(
+                    f"{key}.score: the column {select.score!r} of {f!r} is {schema.field(select.score).type}, "
+                    "not a number"
+                )
         return
     from pipeline import spec
+    from stages.user import StageError
 
-    scores = [c for c, t in spec.added_columns(config).items() if pa.types.is_floating(t) or pa.types.is_integer(t)]
+    try:
+        added = spec.added_columns(config)
+    except StageError:  # a user stage that cannot be imported: the `stages` check says so
+        return
+    scores = [c for c, t in added.items() if _is_number(t)]
     if select.score not in scores:
         raise ConfigError(
             f"{key}.score: {select.score!r} is not a score the belt's stages add (they add: "
@@ -1032,7 +1048,11 @@ def _check_select(config: Config, i: int) -> None:
         )
 
 
-USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold")
+def _is_number(type_: pa.DataType) -> bool:
+    return pa.types.is_floating(type_) or pa.types.is_integer(type_)
+
+
+USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold", "max_error_share")
 RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
 
 
@@ -1109,9 +1129,38 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
     if entry.get("name") is not None and not re.fullmatch(r"[a-z][a-z0-9_]*", str(entry["name"])):
         raise ConfigError(f"{key}.name: expected a lower-case name (letters, digits, _), got {entry['name']!r}")
     try:
-        return spec.user_stage(entry, probe=True)
+        json.dumps(entry.get("with") or {}, default=json_value)
+    except (TypeError, ValueError) as error:  # the manifest records the arguments
+        raise ConfigError(f"{key}.with: {error}; give text, numbers, dates, lists or mappings") from None
+    _check_number(entry.get("threshold"), f"{key}.threshold", "a number", lambda v: True)
+    _check_number(entry.get("max_error_share"), f"{key}.max_error_share", "a share in [0, 1]", lambda v: 0 <= v <= 1)
+    try:
+        stage = spec.user_stage(entry, probe=True)
     except StageError as error:
         raise ConfigError(f"{key}: {error}") from None
+    if stage.runner.probe_errors:
+        config.notes.append(
+            f"{key}: stage {stage.spec.name} raised on the probe batch ({stage.runner.probe_errors}); on real "
+            f"documents a run stops once it raises on more than max_error_share ({stage.runner.max_error_share:g})"
+            " of them"
+        )
+    return stage
+
+
+def _check_number(value, key: str, wording: str, accepts) -> None:
+    """An optional number of a `stages:` entry: None, or a finite int or float that `accepts`."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not accepts(value):
+        raise ConfigError(f"{key}: expected {wording}, got {value!r}")
+
+
+def json_value(value):
+    """json.dumps's `default` for what YAML reads and JSON has no type for: a date or time (`since: 2024-01-01`
+    in a stage's `with:`) is written as ISO 8601 text."""
+    if isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} {value!r} is not a value JSON can hold")
 
 
 def _check_decontamination(config: Config, base: Path) -> None:

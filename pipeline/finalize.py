@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import engine, redact, spec
+from pipeline.config import json_value
 from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
 
@@ -244,7 +245,7 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
 
 
 def write_manifest(out: Path, manifest: dict) -> None:
-    write_atomic(out / "manifest.json", json.dumps(redact.tree(manifest), indent=2) + "\n")
+    write_atomic(out / "manifest.json", json.dumps(redact.tree(manifest), indent=2, default=json_value) + "\n")
 
 
 def write_table(table: pa.Table, path: Path) -> None:

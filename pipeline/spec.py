@@ -345,7 +345,7 @@ def user_stage(entry: dict, probe: bool = False) -> Stage:
     a stage that cannot start or breaks its contract stops the run before any work (stages.user.StageError)."""
     runner = UserStage.from_entry(entry)
     if probe:
-        runner(probe_batch())
+        runner.probe(probe_batch())
     return Stage(
         StageSpec(
             runner.name,

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import engine
-from pipeline.config import Config
+from pipeline.config import Config, ConfigError
 from pipeline.finalize import write_table
 from pipeline.storage import parquet_file, part_index, part_name, write_atomic
 from stages.mixture import plan_mixture, repetition_warnings
@@ -402,13 +402,21 @@ def _mixture(config: Config, curated: list[CuratedFile], n_tokens: np.ndarray, s
         doc_source[f.first_doc : f.first_doc + f.documents] = names.index(f.source)
     packed_len = np.where(n_tokens > 0, n_tokens + 1, 0)
     members = [np.flatnonzero(doc_source == i) for i in range(len(names))]
-    members = [select_documents(source, m, curated, config.storage) for source, m in zip(config.sources, members)]
+    selected = [select_documents(source, m, curated, config.storage) for source, m in zip(config.sources, members)]
+    members = [m for m, _ in selected]
+    unmatched = {config.sources[i].name: f"sources[{i}].{why}" for i, (_, why) in enumerate(selected) if why}
+    if unmatched and not any(packed_len[m].sum() for m in members):
+        # an output without token shards is not what the user asked for; the filter pass is kept for the rerun
+        raise ConfigError(f"{next(iter(unmatched.values()))}; no other source has a document to draw")
     budget, draws = plan_mixture(
         [(s.name, s.weight, packed_len[m]) for s, m in zip(config.sources, members)],
         config.mixture.budget_tokens,
         config.mixture.seed,
     )
-    warnings = repetition_warnings(draws, config.mixture.max_passes)
+    warnings = [
+        *unmatched.values(),
+        *repetition_warnings([d for d in draws if d.name not in unmatched], config.mixture.max_passes),
+    ]
     for line in warnings:
         log.warning("mixture: %s", line)
     occurrences = [m[d.draws] for m, d in zip(members, draws)]
@@ -473,13 +481,13 @@ def _written(shard_counts: pa.Table, names: list[str]) -> tuple[dict[str, int], 
     return tokens_written, padding
 
 
-def select_documents(source, members: np.ndarray, curated: list[CuratedFile], storage) -> np.ndarray:
+def select_documents(source, members: np.ndarray, curated: list[CuratedFile], storage) -> tuple[np.ndarray, str | None]:
     """The documents of a source the mixture may draw: all of them, or with `select` those with the best
     score (the top fraction, ties to the earlier document, and/or at least min_score; a null score never
-    qualifies)."""
+    qualifies); and, when `select` matched none of the source's documents, why."""
     select = source.select
     if select is None:
-        return members
+        return members, None
     scores = np.concatenate(
         [_scores(f, select.score, storage) for f in curated if f.source == source.name] or [np.empty(0)]
     )
@@ -492,7 +500,18 @@ def select_documents(source, members: np.ndarray, curated: list[CuratedFile], st
         ]
         keep &= np.isin(np.arange(len(scores)), best)
     log.info("mixture: %s: %d of %d documents selected by %s", source.name, int(keep.sum()), len(scores), select.score)
-    return members[keep]
+    return members[keep], _none_selected(source, scores) if len(scores) and not keep.any() else None
+
+
+def _none_selected(source, scores: np.ndarray) -> str:
+    select = source.select
+    scored = scores[~np.isnan(scores)]
+    why = (
+        f"the best {select.score} of its {len(scores)} documents is {scored.max():g}, below min_score {select.min_score:g}"
+        if len(scored)
+        else f"none of its {len(scores)} documents has a {select.score}"
+    )
+    return f"select matched no document of source {source.name!r}: {why}"
 
 
 def _scores(f: CuratedFile, column: str, storage) -> np.ndarray:

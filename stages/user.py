@@ -12,8 +12,11 @@ Arrow type name), and optionally `reject` (a reason, or None to keep the row) an
 never drops rows. A class may have `setup()`, run once per worker before its first batch (a model load).
 
 A stage that raises on a batch is run again row by row: the rows that raise become `NAME:error` with the
-exception in `detail`, the others get their results. A result that breaks the contract (not a mapping, a
-column missing or undeclared, a wrong length or type) stops the run with StageError naming the stage.
+exception in `detail`, the others get their results. A stage that raises on more than `max_error_share` of
+the rows a worker has given it is broken, not the data: it stops the run with StageError and its first
+exception. A result that breaks the contract (not a mapping, a column missing or undeclared, a wrong length
+or type, an empty reject reason) stops the run with StageError naming the stage. With a `threshold`, a row
+without a score (null or NaN) is `NAME:no_score`: it cannot be shown to reach the threshold.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import math
 import re
 import sys
 from collections.abc import Mapping
@@ -32,6 +36,7 @@ from stages.ledger import run_on_alive
 
 RESULT_KEYS = ("reject", "detail")
 _MAX_DETAIL = 500
+MAX_ERROR_SHARE = 0.5  # default: a stage raising on more than half of its rows is broken
 
 
 class StageError(RuntimeError):
@@ -80,6 +85,7 @@ class UserStage:
         name: str | None = None,
         adds: dict | None = None,
         threshold: float | None = None,
+        max_error_share: float | None = None,
     ):
         self.target = target
         self.arguments = dict(arguments or {})
@@ -89,19 +95,40 @@ class UserStage:
         if not isinstance(declared, Mapping):
             raise StageError(f"{target!r}: `adds` must map column names to Arrow type names, got {declared!r}")
         self.adds = {str(column): _arrow_type(column, type_name) for column, type_name in declared.items()}
+        for column in self.adds:
+            if column in RESULT_KEYS:
+                raise StageError(
+                    f"{target!r}: `adds` declares the column {column!r}, a key the stage contract keeps for its "
+                    "result (`reject`, `detail`); give the column another name"
+                )
         self.name = name or getattr(found, "name", None) or _snake(found.__name__)
         self.threshold = threshold
+        self.max_error_share = MAX_ERROR_SHARE if max_error_share is None else max_error_share
+        self._rows = self._errors = 0  # on this worker so far: the rows given and the rows that raised
+        self._first_error: str | None = None
+        self._judging = True  # False on the probe batch, whose made-up rows a stage may fairly fail on
+        self.probe_errors: str | None = None  # what the probe batch's rows raised, for `validate` to say
         self.score_column = f"score_{self.name}"
         if threshold is not None and self.score_column not in self.adds:
             raise StageError(f"{target!r}: a threshold needs the stage to add the column {self.score_column!r}")
+        score_type = self.adds.get(self.score_column)
+        if threshold is not None and not (pa.types.is_floating(score_type) or pa.types.is_integer(score_type)):
+            raise StageError(f"{target!r}: a threshold needs {self.score_column!r} to be a number, not {score_type}")
         self._run = None
 
     @classmethod
     def from_entry(cls, entry: dict) -> UserStage:
-        return cls(entry["use"], entry.get("with"), entry.get("name"), entry.get("adds"), entry.get("threshold"))
+        return cls(
+            entry["use"],
+            entry.get("with"),
+            entry.get("name"),
+            entry.get("adds"),
+            entry.get("threshold"),
+            entry.get("max_error_share"),
+        )
 
     def __getstate__(self):
-        return {**self.__dict__, "_run": None}
+        return {**self.__dict__, "_run": None, "_rows": 0, "_errors": 0, "_first_error": None}
 
     def load(self):
         """Build the user's object and run its setup() (once per worker)."""
@@ -118,6 +145,19 @@ class UserStage:
             else:
                 self._run = lambda batch: found(batch, **self.arguments)
         return self._run
+
+    def probe(self, batch: pa.Table) -> None:
+        """Set up and run on a made-up batch: a contract error is a StageError; rows that raise are not judged
+        against max_error_share (a stage made for one kind of document may fail on these), but noted."""
+        self._judging = False
+        try:
+            self(batch)
+        finally:
+            self._judging = True
+        if self._errors:
+            self.probe_errors = f"{self._errors} of {self._rows} rows, the first: {self._first_error}"
+        self._rows = self._errors = 0
+        self._first_error = None
 
     def fingerprint(self) -> dict:
         """What shapes its verdicts: the import path, arguments, and the code's package version or file hash."""
@@ -147,6 +187,7 @@ class UserStage:
         except Exception:  # find the rows that raise: they alone become NAME:error
             return self._row_by_row(run, alive)
         columns, reasons, details = self._checked(result, alive.num_rows)
+        self._count_errors(alive.num_rows, 0, None)
         return columns, *self._with_threshold(columns, reasons, details)
 
     def _row_by_row(self, run, alive: pa.Table):
@@ -163,6 +204,8 @@ class UserStage:
                 columns[column].append(one[column][0].as_py())
             reasons.append(None if reason is None else reason[0])
             details.append(None if detail is None else detail[0])
+        errors = [d for r, d in zip(reasons, details) if r == "error"]
+        self._count_errors(alive.num_rows, len(errors), errors[0] if errors else None)
         columns = {column: pa.array(values, self.adds[column]) for column, values in columns.items()}
         reasons = [None if r is None else self._code(r) for r in reasons]
         return columns, *self._with_threshold(columns, reasons, details)
@@ -184,19 +227,25 @@ class UserStage:
         if missing:
             raise StageError(f"{where} did not return its column {missing[0]!r}")
         for key, values in result.items():
+            if values is None and key in RESULT_KEYS:
+                continue
+            if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+                raise StageError(f"{where} returned {type(values).__name__} for {key!r}, expected one value per row")
             if len(values) != rows:
                 raise StageError(f"{where} returned {len(values)} values of {key!r} for {rows} rows")
         columns = {}
         for column, type_ in self.adds.items():
             try:
-                columns[column] = pa.array(result[column], type_)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as error:
+                columns[column] = _as_column(result[column], type_)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as error:
                 raise StageError(f"{where}: its column {column!r} is not {type_} ({error})") from None
         reasons = details = None
         if result.get("reject") is not None:
-            reasons = [self._code(r) if r is not None else None for r in result["reject"]]
             if any(r is not None and not isinstance(r, str) for r in result["reject"]):
                 raise StageError(f"{where}: `reject` must hold a reason (a string) or None per row")
+            if any(r is not None and not r.strip() for r in result["reject"]):
+                raise StageError(f"{where}: `reject` holds an empty reason; give a reason, or None to keep the row")
+            reasons = [self._code(r) if r is not None else None for r in result["reject"]]
         if result.get("detail") is not None:
             details = [None if d is None else str(d)[:_MAX_DETAIL] for d in result["detail"]]
         return columns, reasons, details
@@ -205,17 +254,45 @@ class UserStage:
         reason = str(reason)
         return reason if reason.startswith(f"{self.name}:") else f"{self.name}:{reason}"
 
+    def _count_errors(self, rows: int, errors: int, first_error: str | None) -> None:
+        """StageError once more than `max_error_share` of the rows given on this worker raised: a stage that
+        fails on most documents is broken (a model not loaded, a wrong column), and rejecting them all as
+        NAME:error would end the run green with nothing kept."""
+        self._rows += rows
+        self._errors += errors
+        self._first_error = self._first_error or first_error
+        if self._judging and self._rows >= 2 and self._errors > self.max_error_share * self._rows:
+            raise StageError(
+                f"stage {self.name} ({self.target}) raised on {self._errors} of {self._rows} rows, more than its "
+                f"max_error_share ({self.max_error_share:g}); the first: {self._first_error}"
+            )
+
     def _with_threshold(self, columns, reasons, details):
-        """A scorer's threshold: rows scoring below it (and not already rejected) are `NAME:below_threshold`."""
+        """A scorer's threshold: rows scoring below it (and not already rejected) are `NAME:below_threshold`;
+        rows without a score (null or NaN) cannot reach it and are `NAME:no_score`."""
         if self.threshold is None:
             return reasons, details
         scores = columns[self.score_column].to_pylist()
         reasons = list(reasons or [None] * len(scores))
         details = list(details or [None] * len(scores))
         for i, score in enumerate(scores):
-            if reasons[i] is None and score is not None and score < self.threshold:
+            if reasons[i] is not None:
+                continue
+            if score is None or math.isnan(score):
+                reasons[i], details[i] = f"{self.name}:no_score", f"score {score}, threshold {self.threshold}"
+            elif score < self.threshold:
                 reasons[i], details[i] = f"{self.name}:below_threshold", f"score {score:.3f} < {self.threshold}"
         return reasons, details
+
+
+def _as_column(values, type_: pa.DataType) -> pa.Array:
+    """A stage's values as an array of the declared type. Arrow arrays (pyarrow.compute gives int32 lengths,
+    often chunked) are cast safely: a value the type cannot hold is refused (ArrowInvalid), never cut."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values.cast(type_)
+    return pa.array(values, type_)
 
 
 def _describe(error: BaseException) -> str:
