@@ -138,6 +138,18 @@ def write_report(out_dir: str, output: str | None) -> int:
 
 
 def main(argv=None) -> int:
+    """The command line. A reader of its output that goes away (`validate | head -1`) ends it quietly, as it
+    does a Unix tool, with 128 + SIGPIPE."""
+    try:
+        code = command(argv)
+        sys.stdout.flush()  # a last write the reader missed fails here, not in Python's flush at exit
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the flush at exit has nowhere to fail
+        return 128 + signal.SIGPIPE
+
+
+def command(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "plan":
         return plan_command(args)
