@@ -525,14 +525,34 @@ def apply_override(raw: dict, assignment: str) -> None:
     key, text = assignment.split("=", 1)
     parts = key.strip().split(".")
     node = raw
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"--set {key}: {part!r} is not a mapping")
+    for i, part in enumerate(parts[:-1]):
+        node = _override_child(node, part, key, ".".join(parts[:i]))
+        if not isinstance(node, dict | list):
+            raise ConfigError(f"--set {key}: {'.'.join(parts[: i + 1])!r} is not a mapping or a list")
     try:
-        node[parts[-1]] = _parse_yaml(text)
+        value = _parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"--set {key}: value is not valid YAML ({_yaml_problem(exc)})") from None
+    if isinstance(node, list):
+        node[_list_index(node, parts[-1], key, ".".join(parts[:-1]))] = value
+    else:
+        node[parts[-1]] = value
+
+
+def _override_child(node: dict | list, part: str, key: str, parent: str):
+    """The item `part` of a mapping (made empty when missing) or of a list (by its number) on a --set path."""
+    if isinstance(node, list):
+        return node[_list_index(node, part, key, parent)]
+    return node.setdefault(part, {})
+
+
+def _list_index(items: list, part: str, key: str, parent: str) -> int:
+    """`part` as an index of the list `parent` (sources.0.weight: the first source), or ConfigError."""
+    if not part.isdigit():
+        raise ConfigError(f"--set {key}: {parent!r} is a list; address an item by its number (e.g. {parent}.0)")
+    if int(part) >= len(items):
+        raise ConfigError(f"--set {key}: {parent!r} has {len(items)} items, so no item {part} (they count from 0)")
+    return int(part)
 
 
 def _choices(value, allowed, path):
@@ -638,9 +658,14 @@ def load_config(
 
     if inputs:  # command-line inputs are relative to the working directory
         if len(config.sources) > 1:
-            problems.found.append("--input needs a config with at most one source")
-        name = config.sources[0].name if config.sources else "web"
-        config.sources = [Source(name=name, input=[os.path.abspath(p) for p in inputs])]
+            problems.found.append(
+                f"--input: the config has {len(config.sources)} sources, and --input replaces the input of one; "
+                "give each its own with --set sources.N.input=[...]"
+            )
+        # Only the input is replaced: the source's format, fields, curated, select and weight still say how to read it.
+        source = config.sources[0] if config.sources else Source()
+        source.input = [os.path.abspath(p) for p in inputs]
+        config.sources = [source]
     else:
         for source in config.sources:
             source.input = [_resolve(p, base) for p in source.input]
