@@ -778,17 +778,26 @@ def _check_min_max(config: Config, low: str, high: str) -> None:
 def _check(config: Config, base: Path, problems: Problems) -> None:
     """Every check of a curation run's config, each problem into `problems`."""
     _check_sources(config, problems)
+    unused = _unused_sections(config)
     for key, allowed in CHOICES.items():
-        problems.check(_choices, _value(config, key), allowed, key)
+        if key.split(".")[0] not in unused:
+            problems.check(_choices, _value(config, key), allowed, key)
     for key in RANGES:
-        problems.check(_check_range, config, key)
+        if key.split(".")[0] not in unused:
+            problems.check(_check_range, config, key)
     for low, high in MIN_MAX:
-        problems.check(_check_min_max, config, low, high)
-    problems.check(_check_language, config, base)
-    problems.check(_check_classifier, config, base)
-    problems.check(_check_pii, config.pii)
-    problems.check(_check_bad_words, config, base)
-    problems.check(_check_blocklists, config, base)
+        if low.split(".")[0] not in unused:
+            problems.check(_check_min_max, config, low, high)
+    section_checks = {
+        "language": _check_language,
+        "classifier": _check_classifier,
+        "pii": _check_pii,
+        "c4": _check_bad_words,
+        "url": _check_blocklists,
+    }
+    for section, check in section_checks.items():
+        if section not in unused:
+            problems.check(check, config, base)
     problems.check(_check_stages, config, base)
     problems.check(_check_decontamination, config, base)
     for i in range(len(config.sources)):
@@ -799,6 +808,15 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
         problems.check(_check_resources, config, name)
     problems.check(_check_output, config)
     problems.check(_check_tokens, config, base)
+
+
+def _unused_sections(config: Config) -> set[str]:
+    """The sections of the built-in stages the belt does not run: a section is needed, and checked, only when
+    its stage runs (a belt without `classifier` needs no example files)."""
+    from pipeline import spec
+
+    listed = config.stages if config.stages is not None else spec.DEFAULT_STAGES
+    return {stage.section for name, stage in spec.DOCUMENT_STAGES.items() if stage.section and name not in listed}
 
 
 def _check_sources(config: Config, problems: Problems) -> None:
@@ -919,7 +937,7 @@ def _check_blocklists(config: Config, base: Path) -> None:
     config.url.blocklists = [_resolve(p, base) for p in config.url.blocklists]
     for i, path in enumerate(config.url.blocklists):
         _check_word_file(f"url.blocklists[{i}]", path, read_blocklist, "domains or URLs")
-    if not config.url.blocklists and "url" in (config.stages or []):
+    if not config.url.blocklists:
         raise ConfigError("url.blocklists: the url stage needs at least one blocklist file")
 
 
@@ -958,7 +976,8 @@ def _check_scorer(classifier: ClassifierConfig, key: str, base: Path) -> None:
             )
 
 
-def _check_pii(pii: PiiConfig) -> None:
+def _check_pii(config: Config, base: Path) -> None:
+    pii = config.pii
     unknown = [kind for kind in pii.kinds if kind not in PII_KINDS]
     if unknown or not pii.kinds or len(set(pii.kinds)) < len(pii.kinds):
         raise ConfigError(

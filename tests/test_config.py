@@ -409,7 +409,7 @@ def test_input_replaces_only_the_sources_input(tmp_path):
     config = write_config(
         tmp_path,
         "sources: [{name: books, input: [a.jsonl], format: jsonl, text_field: body, id_field: key, "
-        "url_field: link, weight: 2}]\nstages: [language, quality]\nclassifier: {kind: none}\n",
+        "url_field: link, weight: 2}]\nstages: [language, quality]\n",
     )
     out = str(tmp_path / "out")
     (source,) = load_config(config, inputs=[str(export)], output=out).sources
@@ -441,7 +441,7 @@ def test_set_addresses_list_items_by_number(tmp_path):
         tmp_path,
         "sources: [{name: a, input: [a.jsonl]}, {name: b, input: [b.jsonl]}]\n"
         f"stages: [language, {{scorer: nb, kind: naive_bayes, good_examples: ['{CLASSIFIER}/good.txt'], "
-        f"bad_examples: ['{CLASSIFIER}/bad.txt'], threshold: 0.1}}]\nclassifier: {{kind: none}}\n",
+        f"bad_examples: ['{CLASSIFIER}/bad.txt'], threshold: 0.1}}]\n",
     )
     out = str(tmp_path / "out")
     loaded = load_config(
@@ -459,3 +459,38 @@ def test_set_addresses_list_items_by_number(tmp_path):
         with pytest.raises(ConfigError) as error:
             load_config(config, overrides=[override], output=out)
         assert str(error.value).startswith(expected), (override, str(error.value))
+
+
+def test_a_section_is_needed_and_checked_only_when_its_stage_runs(tmp_path):
+    """docs/stages.md's belt without `classifier` needs no `classifier` section; a section whose stage is not
+    in the belt is not checked, and the same section is when its stage is listed."""
+    (tmp_path / "a.jsonl").write_text('{"text": "one"}\n')
+    sections = (
+        "language: {threshold: 5, model_path: nowhere.bin}\nc4: {bad_words_file: nowhere.txt}\n"
+        "pii: {kinds: [passport]}\nurl: {blocklists: []}\nextract: {method: magic}\n"
+    )
+    belt = write_config(
+        tmp_path, f"sources: [{{name: web, input: [a.jsonl]}}]\nstages: [quality, repetition]\n{sections}"
+    )
+    out = str(tmp_path / "out")
+    result = cli("validate", belt, "--output", out, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert load_config(belt, output=out).stages == ["quality", "repetition"]
+
+    listed = write_config(
+        tmp_path,
+        "sources: [{name: web, input: [a.jsonl]}]\nstages: [extract, language, c4, pii, url, quality, classifier]\n"
+        + sections,
+    )
+    result = cli("validate", listed, "--output", out, cwd=tmp_path)
+    assert result.returncode == 2
+    for expected in (
+        "extract.method: expected one of",
+        "language.threshold: expected a number in [0, 1], got 5",
+        "language.model_path: file",
+        "classifier.good_examples: naive_bayes needs example files",
+        "pii.kinds: expected a non-empty list",
+        "c4.bad_words_file: file",
+        "url.blocklists: the url stage needs at least one blocklist file",
+    ):
+        assert expected in result.stderr, (expected, result.stderr)
