@@ -149,15 +149,24 @@ def write_report(out_dir: str, output: str | None) -> int:
 
 
 def main(argv=None) -> int:
-    with redact.masked_console():  # no credential reaches the console (pipeline/redact.py)
+    """The command line, its console masked: no credential reaches it (pipeline/redact.py). A reader of its
+    output that goes away (`validate | head -1`) ends it quietly, as it does a Unix tool, with 128 + SIGPIPE."""
+    with redact.masked_console():
         try:
-            return run_command(argv)
+            code = command(argv)
+            sys.stdout.flush()  # a last write the reader missed fails here, not in Python's flush at exit
+            return code
+        except BrokenPipeError:
+            os.dup2(
+                os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+            )  # so that the flush at exit has nowhere to fail
+            return 128 + signal.SIGPIPE
         except Exception:  # a bug: its traceback through the mask (Python would print it after the mask is gone)
             traceback.print_exc()
             return 1
 
 
-def run_command(argv=None) -> int:
+def command(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.command == "plan":
         return plan_command(args)

@@ -543,14 +543,34 @@ def apply_override(raw: dict, assignment: str) -> None:
     key, text = assignment.split("=", 1)
     parts = key.strip().split(".")
     node = raw
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"--set {key}: {part!r} is not a mapping")
+    for i, part in enumerate(parts[:-1]):
+        node = _override_child(node, part, key, ".".join(parts[:i]))
+        if not isinstance(node, dict | list):
+            raise ConfigError(f"--set {key}: {'.'.join(parts[: i + 1])!r} is not a mapping or a list")
     try:
-        node[parts[-1]] = _parse_yaml(text)
+        value = _parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"--set {key}: value is not valid YAML ({_yaml_problem(exc)})") from None
+    if isinstance(node, list):
+        node[_list_index(node, parts[-1], key, ".".join(parts[:-1]))] = value
+    else:
+        node[parts[-1]] = value
+
+
+def _override_child(node: dict | list, part: str, key: str, parent: str):
+    """The item `part` of a mapping (made empty when missing) or of a list (by its number) on a --set path."""
+    if isinstance(node, list):
+        return node[_list_index(node, part, key, parent)]
+    return node.setdefault(part, {})
+
+
+def _list_index(items: list, part: str, key: str, parent: str) -> int:
+    """`part` as an index of the list `parent` (sources.0.weight: the first source), or ConfigError."""
+    if not part.isdigit():
+        raise ConfigError(f"--set {key}: {parent!r} is a list; address an item by its number (e.g. {parent}.0)")
+    if int(part) >= len(items):
+        raise ConfigError(f"--set {key}: {parent!r} has {len(items)} items, so no item {part} (they count from 0)")
+    return int(part)
 
 
 def _choices(value, allowed, path):
@@ -671,9 +691,14 @@ def load_config(
 
     if inputs:  # command-line inputs are relative to the working directory
         if len(config.sources) > 1:
-            problems.found.append("--input needs a config with at most one source")
-        name = config.sources[0].name if config.sources else "web"
-        config.sources = [Source(name=name, input=[os.path.abspath(p) for p in inputs])]
+            problems.found.append(
+                f"--input: the config has {len(config.sources)} sources, and --input replaces the input of one; "
+                "give each its own with --set sources.N.input=[...]"
+            )
+        # Only the input is replaced: the source's format, fields, curated, select and weight still say how to read it.
+        source = config.sources[0] if config.sources else Source()
+        source.input = [os.path.abspath(p) for p in inputs]
+        config.sources = [source]
     else:
         for source in config.sources:
             source.input = [_resolve(p, base) for p in source.input]
@@ -786,17 +811,26 @@ def _check_min_max(config: Config, low: str, high: str) -> None:
 def _check(config: Config, base: Path, problems: Problems) -> None:
     """Every check of a curation run's config, each problem into `problems`."""
     _check_sources(config, problems)
+    unused = _unused_sections(config)
     for key, allowed in CHOICES.items():
-        problems.check(_choices, _value(config, key), allowed, key)
+        if key.split(".")[0] not in unused:
+            problems.check(_choices, _value(config, key), allowed, key)
     for key in RANGES:
-        problems.check(_check_range, config, key)
+        if key.split(".")[0] not in unused:
+            problems.check(_check_range, config, key)
     for low, high in MIN_MAX:
-        problems.check(_check_min_max, config, low, high)
-    problems.check(_check_language, config, base)
-    problems.check(_check_classifier, config, base)
-    problems.check(_check_pii, config.pii)
-    problems.check(_check_bad_words, config, base)
-    problems.check(_check_blocklists, config, base)
+        if low.split(".")[0] not in unused:
+            problems.check(_check_min_max, config, low, high)
+    section_checks = {
+        "language": _check_language,
+        "classifier": _check_classifier,
+        "pii": _check_pii,
+        "c4": _check_bad_words,
+        "url": _check_blocklists,
+    }
+    for section, check in section_checks.items():
+        if section not in unused:
+            problems.check(check, config, base)
     problems.check(_check_stages, config, base)
     problems.check(_check_decontamination, config, base)
     for i in range(len(config.sources)):
@@ -807,6 +841,15 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
         problems.check(_check_resources, config, name)
     problems.check(_check_output, config)
     problems.check(_check_tokens, config, base)
+
+
+def _unused_sections(config: Config) -> set[str]:
+    """The sections of the built-in stages the belt does not run: a section is needed, and checked, only when
+    its stage runs (a belt without `classifier` needs no example files)."""
+    from pipeline import spec
+
+    listed = config.stages if config.stages is not None else spec.DEFAULT_STAGES
+    return {stage.section for name, stage in spec.DOCUMENT_STAGES.items() if stage.section and name not in listed}
 
 
 def _check_sources(config: Config, problems: Problems) -> None:
@@ -964,7 +1007,7 @@ def _check_blocklists(config: Config, base: Path) -> None:
     config.url.blocklists = [_resolve(p, base) for p in config.url.blocklists]
     for i, path in enumerate(config.url.blocklists):
         _check_word_file(f"url.blocklists[{i}]", path, read_blocklist, "domains or URLs")
-    if not config.url.blocklists and "url" in (config.stages or []):
+    if not config.url.blocklists:
         raise ConfigError("url.blocklists: the url stage needs at least one blocklist file")
 
 
@@ -1003,7 +1046,8 @@ def _check_scorer(classifier: ClassifierConfig, key: str, base: Path) -> None:
             )
 
 
-def _check_pii(pii: PiiConfig) -> None:
+def _check_pii(config: Config, base: Path) -> None:
+    pii = config.pii
     unknown = [kind for kind in pii.kinds if kind not in PII_KINDS]
     if unknown or not pii.kinds or len(set(pii.kinds)) < len(pii.kinds):
         raise ConfigError(

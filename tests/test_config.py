@@ -10,6 +10,7 @@ from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
 
 SAMPLE = ROOT / "configs" / "crawl_sample.yaml"
+CLASSIFIER = ROOT / "configs" / "classifier"
 
 
 def write_config(tmp_path, text):
@@ -398,3 +399,98 @@ def test_a_secret_key_in_the_config_is_not_written_into_the_manifest_or_log(tmp_
     written = config.to_dict()  # what manifest.json and run.log hold
     assert written["storage"] == {**written["storage"], "access_key_id": "AKIA", "secret_access_key": "(not shown)"}
     assert config.storage.secret_access_key == "do-not-show"  # the run itself still uses it
+
+
+def test_input_replaces_only_the_sources_input(tmp_path):
+    """--input keeps how the source is read (format, fields, weight, name); with two sources it is refused."""
+    (tmp_path / "a.jsonl").write_text('{"body": "one", "key": "a1", "link": "https://a.example/"}\n')
+    export = tmp_path / "export.txt"  # JSONL by the source's `format`, not by its name
+    export.write_text('{"body": "two", "key": "b1", "link": "https://b.example/"}\n')
+    config = write_config(
+        tmp_path,
+        "sources: [{name: books, input: [a.jsonl], format: jsonl, text_field: body, id_field: key, "
+        "url_field: link, weight: 2}]\nstages: [language, quality]\n",
+    )
+    out = str(tmp_path / "out")
+    (source,) = load_config(config, inputs=[str(export)], output=out).sources
+    assert (source.name, source.format, source.text_field, source.id_field, source.url_field, source.weight) == (
+        "books",
+        "jsonl",
+        "body",
+        "key",
+        "link",
+        2.0,
+    )
+    assert source.files == [str(export)]
+    result = cli("validate", config, "--input", str(export), "--output", out, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "read: source 'books' (weight 2): 1 JSONL files" in result.stdout, result.stdout
+
+    two = write_config(
+        tmp_path, "sources: [{name: a, input: [a.jsonl]}, {name: b, input: [export.txt], format: jsonl}]\n"
+    )
+    with pytest.raises(ConfigError, match=r"^--input: the config has 2 sources, and --input replaces the input of one"):
+        load_config(two, inputs=[str(export)], output=out)
+
+
+def test_set_addresses_list_items_by_number(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "one"}\n')
+    (tmp_path / "b.jsonl").write_text('{"text": "two"}\n')
+    (tmp_path / "c.jsonl").write_text('{"text": "three"}\n')
+    config = write_config(
+        tmp_path,
+        "sources: [{name: a, input: [a.jsonl]}, {name: b, input: [b.jsonl]}]\n"
+        f"stages: [language, {{scorer: nb, kind: naive_bayes, good_examples: ['{CLASSIFIER}/good.txt'], "
+        f"bad_examples: ['{CLASSIFIER}/bad.txt'], threshold: 0.1}}]\n",
+    )
+    out = str(tmp_path / "out")
+    loaded = load_config(
+        config, overrides=["sources.1.weight=3", "sources.0.input=[c.jsonl]", "stages.1.threshold=0.2"], output=out
+    )
+    assert loaded.sources[1].weight == 3 and loaded.sources[0].input == [str(tmp_path / "c.jsonl")]
+    assert loaded.stages is not None and loaded.stages[1]["threshold"] == 0.2
+    assert load_config(config, overrides=["stages.0=quality"], output=out).stages[0] == "quality"
+    for override, expected in [
+        ("sources.2.weight=1", "--set sources.2.weight: 'sources' has 2 items, so no item 2 (they count from 0)"),
+        ("sources.web.weight=1", "--set sources.web.weight: 'sources' is a list; address an item by its number"),
+        ("sources.5=null", "--set sources.5: 'sources' has 2 items, so no item 5"),
+        ("sources.0.name.x=1", "--set sources.0.name.x: 'sources.0.name' is not a mapping or a list"),
+    ]:
+        with pytest.raises(ConfigError) as error:
+            load_config(config, overrides=[override], output=out)
+        assert str(error.value).startswith(expected), (override, str(error.value))
+
+
+def test_a_section_is_needed_and_checked_only_when_its_stage_runs(tmp_path):
+    """docs/stages.md's belt without `classifier` needs no `classifier` section; a section whose stage is not
+    in the belt is not checked, and the same section is when its stage is listed."""
+    (tmp_path / "a.jsonl").write_text('{"text": "one"}\n')
+    sections = (
+        "language: {threshold: 5, model_path: nowhere.bin}\nc4: {bad_words_file: nowhere.txt}\n"
+        "pii: {kinds: [passport]}\nurl: {blocklists: []}\nextract: {method: magic}\n"
+    )
+    belt = write_config(
+        tmp_path, f"sources: [{{name: web, input: [a.jsonl]}}]\nstages: [quality, repetition]\n{sections}"
+    )
+    out = str(tmp_path / "out")
+    result = cli("validate", belt, "--output", out, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert load_config(belt, output=out).stages == ["quality", "repetition"]
+
+    listed = write_config(
+        tmp_path,
+        "sources: [{name: web, input: [a.jsonl]}]\nstages: [extract, language, c4, pii, url, quality, classifier]\n"
+        + sections,
+    )
+    result = cli("validate", listed, "--output", out, cwd=tmp_path)
+    assert result.returncode == 2
+    for expected in (
+        "extract.method: expected one of",
+        "language.threshold: expected a number in [0, 1], got 5",
+        "language.model_path: file",
+        "classifier.good_examples: naive_bayes needs example files",
+        "pii.kinds: expected a non-empty list",
+        "c4.bad_words_file: file",
+        "url.blocklists: the url stage needs at least one blocklist file",
+    ):
+        assert expected in result.stderr, (expected, result.stderr)

@@ -173,3 +173,22 @@ def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run,
 def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resumes):
     line = interrupted_line(Config(output=output, storage=StorageConfig(staging=staging)))
     assert line.startswith("crawlbelt: interrupted; ") and (line == INTERRUPTED) == resumes
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """`validate | head -1`: the reader closes the pipe before the command writes; it ends as a Unix tool
+    does (128 + SIGPIPE), with nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pipeline", "validate", str(ROOT / "configs" / "local.yaml")],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 128 + signal.SIGPIPE and result.stderr == "", result.stderr[-3000:]

@@ -95,3 +95,17 @@ def test_plan_refuses_a_bad_figure_in_one_line(capsys, option, value):
     error = captured.err.strip().splitlines()[-1]
     assert error.startswith(f"crawlbelt plan: error: argument {option}: expected ") and repr(value) in error, error
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+@pytest.mark.parametrize("save_seconds, mtbf_hours", [("7200", "1"), ("1800", "1")])
+def test_a_save_that_does_not_fit_between_failures_is_said_not_given_percentages(save_seconds, mtbf_hours):
+    """A save as long as half the MTBF or more: Young's rule would waste 100% of the time or more."""
+    command = [sys.executable, "-m", "pipeline", "plan", "--params", "7B", "--gpus", "8"]
+    command += ["--save-seconds", save_seconds, "--mtbf-hours", mtbf_hours]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"checkpoint: a save of C = {save_seconds} s does not fit between failures"), last
+    assert "%" not in last
+    figures = json.loads(subprocess.run([*command, "--json"], cwd=ROOT, capture_output=True, timeout=60).stdout)
+    assert figures["checkpoint"]["keeps_up"] is False and figures["checkpoint"]["wasted_fraction"] is None

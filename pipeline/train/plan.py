@@ -85,11 +85,16 @@ def plan(
     }
     if save_seconds is not None and mtbf_hours is not None:
         interval = young_interval(save_seconds, mtbf_hours * 3600)
+        wasted = wasted_fraction(save_seconds, mtbf_hours * 3600, interval)
+        # Young's rule wastes sqrt(2 C / M): from C = M / 2 on, saving and lost work would take all the time,
+        # and no interval is a plan (its figures would be over 100%).
+        keeps_up = wasted < 1
         result["checkpoint"] = {
             "save_seconds": save_seconds,
             "mtbf_hours": mtbf_hours,
-            "interval_minutes": interval / 60,
-            "wasted_fraction": wasted_fraction(save_seconds, mtbf_hours * 3600, interval),
+            "keeps_up": keeps_up,
+            "interval_minutes": interval / 60 if keeps_up else None,
+            "wasted_fraction": wasted if keeps_up else None,
         }
     return result
 
@@ -124,10 +129,17 @@ def format_plan(p: dict) -> str:
     ]
     if "checkpoint" in p:
         c = p["checkpoint"]
-        lines += [
-            "",
-            f"checkpoint every sqrt(2 C M) = {c['interval_minutes']:.2f} minutes "
-            f"(save C = {c['save_seconds']:g} s, MTBF M = {c['mtbf_hours']:g} h), "
-            f"wasting {c['wasted_fraction']:.1%} of the time",
-        ]
+        if c["keeps_up"]:
+            line = (
+                f"checkpoint every sqrt(2 C M) = {c['interval_minutes']:.2f} minutes "
+                f"(save C = {c['save_seconds']:g} s, MTBF M = {c['mtbf_hours']:g} h), "
+                f"wasting {c['wasted_fraction']:.1%} of the time"
+            )
+        else:
+            line = (
+                f"checkpoint: a save of C = {c['save_seconds']:g} s does not fit between failures every "
+                f"M = {c['mtbf_hours']:g} h (saving and the work lost would take all the time from C = M / 2 on); "
+                "save faster (train.checkpoint.async_save) or make failures rarer"
+            )
+        lines += ["", line]
     return "\n".join(lines)
