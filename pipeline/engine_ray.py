@@ -200,10 +200,10 @@ def nodes_alive() -> int:
 
 
 def worker_died(error: BaseException) -> bool:
-    """Whether a task failed because its worker process died (Ray gave up rerunning it)."""
-    return any(
-        isinstance(e, ray.exceptions.WorkerCrashedError) or "WorkerCrashedError" in str(e) for e in error_chain(error)
-    )
+    """Whether a task failed because its worker process died, or Ray's memory monitor killed it (Ray gave up
+    rerunning it)."""
+    died = (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError)
+    return any(isinstance(e, died) or any(kind.__name__ in str(e) for kind in died) for e in error_chain(error))
 
 
 def node_id() -> str:

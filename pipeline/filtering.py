@@ -95,7 +95,7 @@ def marker_name(file_index: int) -> str:
 
 def crashed_in(folder: Path) -> dict | None:
     """The stage and file a worker process was in when it died, from the markers of the files not done:
-    one whose process on this machine is gone, else any (a dead worker on another node)."""
+    one whose process on this machine is gone, else one on another node, else any (a process not yet reaped)."""
     found = []
     for marker in sorted(folder.glob(".file-*.stage.tmp")):
         try:
@@ -104,17 +104,24 @@ def crashed_in(folder: Path) -> dict | None:
             continue
     gone = [at for at in found if at["host"] == socket.gethostname() and not _alive(at["pid"])]
     elsewhere = [at for at in found if at["host"] != socket.gethostname()]
-    return (gone or elsewhere or [None])[0]
+    return (gone or elsewhere or found or [None])[0]
 
 
 def _alive(pid: int) -> bool:
+    """Whether a process of this machine runs (a zombie, dead but not yet reaped by its parent, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    except PermissionError:
+    except OSError:  # no /proc here: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
         return True
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 class FilterFile:
