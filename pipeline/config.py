@@ -293,7 +293,7 @@ class EvalSetConfig:
     """One evaluation set the `contamination` stage looks for in the documents."""
 
     name: str = ""  # its reject code is contamination:NAME
-    path: str = ""  # JSONL (plain or gzip) or .parquet, local (config-relative) or s3://
+    path: str = ""  # JSONL (plain, gzip or zstd) or .parquet, local (config-relative) or s3://
     fields: list[str] = field(default_factory=lambda: ["text"])  # an item's text: these fields, joined by a space
     action: str = "reject"  # reject, or mask: the matching spans replaced by `placeholder`
 

@@ -37,7 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from backports import zstd
 
+from .compressed import ZSTD_MAGIC
 from .dedup import WHITE_SPACE, MinHasher, band_hashes, normalize, recall_bands
 from .ledger import run_on_alive
 from .stamps import file_stamp
@@ -72,7 +74,7 @@ class EvalSet:
 
 
 def read_items(eval_set: EvalSet, opener: Callable[[str], BinaryIO] = open_local):
-    """(ids, texts) of an eval set's items: JSONL (plain or gzip) or Parquet (by the `.parquet` name). An item's
+    """(ids, texts) of an eval set's items: JSONL (plain, gzip or zstd; a UTF-8 BOM skipped) or Parquet (by the `.parquet` name). An item's
     text is its `fields` joined by a space; its id is its `id` field where it has one, else its number in the
     file (from 0; blank JSONL lines are not items)."""
     try:
@@ -86,11 +88,22 @@ def read_items(eval_set: EvalSet, opener: Callable[[str], BinaryIO] = open_local
     return ids, texts
 
 
+def _decompressed(eval_set: EvalSet, data: bytes) -> bytes:
+    """The data, gunzipped or zstd-decompressed where its first bytes say so (as the readers tell them)."""
+    try:
+        if data[:2] == b"\x1f\x8b":
+            return gzip.decompress(data)
+        if data[:4] == ZSTD_MAGIC:
+            return zstd.decompress(data)
+    except (OSError, EOFError, zstd.ZstdError) as error:
+        raise EvalSetError(f"{eval_set.path!r} is not whole compressed data ({error})") from None
+    return data
+
+
 def _jsonl_rows(eval_set: EvalSet, data: bytes) -> list[dict]:
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
     rows = []
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+    text = _decompressed(eval_set, data).decode("utf-8", errors="replace").removeprefix("\ufeff")  # a BOM is no text
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -3,6 +3,7 @@ set files and their config errors, the resume fingerprint, and one run of the be
 
 from __future__ import annotations
 
+import gzip
 import json
 import pickle
 from pathlib import Path
@@ -18,6 +19,7 @@ from pipeline.config import ConfigError, load_config
 from stages.decontaminate import (
     Decontaminate,
     EvalSet,
+    EvalSetError,
     HashIndex,
     match_text,
     read_items,
@@ -340,3 +342,23 @@ def test_the_same_bytes_on_spark(tmp_path):
 
 def read_folder(folder: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob("*.parquet"))])
+
+
+def test_an_eval_set_with_a_bom_or_compressed_is_read(tmp_path):
+    """A UTF-8 BOM (Windows tools write one) is no part of the first line; gzip and zstd are read as the
+    readers read them; a cut zstd file is one line naming it."""
+    from backports import zstd
+
+    lines = "".join(json.dumps(row) + "\n" for row in QUIZ).encode()
+    files = {
+        "bom.jsonl": b"\xef\xbb\xbf" + lines,
+        "quiz.jsonl.gz": gzip.compress(lines),
+        "quiz.jsonl.zst": zstd.compress(b"\xef\xbb\xbf" + lines),
+    }
+    expected = read_items(EvalSet("x", jsonl(tmp_path / "plain.jsonl", QUIZ), ("question", "answer")))
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert read_items(EvalSet("x", str(tmp_path / name), ("question", "answer"))) == expected, name
+    (tmp_path / "cut.jsonl.zst").write_bytes(files["quiz.jsonl.zst"][:-5])
+    with pytest.raises(EvalSetError, match=r"cut.jsonl.zst' is not whole compressed data"):
+        read_items(EvalSet("x", str(tmp_path / "cut.jsonl.zst"), ("question", "answer")))
