@@ -362,3 +362,16 @@ def test_an_eval_set_with_a_bom_or_compressed_is_read(tmp_path):
     (tmp_path / "cut.jsonl.zst").write_bytes(files["quiz.jsonl.zst"][:-5])
     with pytest.raises(EvalSetError, match=r"cut.jsonl.zst' is not whole compressed data"):
         read_items(EvalSet("x", str(tmp_path / "cut.jsonl.zst"), ("question", "answer")))
+
+
+def test_near_detector_with_items_shorter_than_its_window(tmp_path):
+    """Questions of a few words are normal: with only short items the near detector runs (it crashed), and
+    with the n-gram detector off a short item is still found, whole."""
+    short = [{"text": "What is the capital of Mongolia?"}]
+    page = FILLER + " What is the capital of Mongolia? " + FILLER
+    both = stage(tmp_path, short, fields=("text",), near_detector=True)
+    assert [row["reason"] for row in run(both, [page, FILLER])] == ["contamination:quiz", None]
+    near_only = stage(tmp_path, short, fields=("text",), ngram_detector=False, near_detector=True)
+    rows = run(near_only, [page, FILLER, "the capital of Mongolia is Ulaanbaatar"])
+    assert [row["reason"] for row in rows] == ["contamination:quiz", None, None]
+    assert "(the whole item)" in rows[0]["detail"], rows[0]["detail"]
