@@ -296,7 +296,7 @@ class EvalSetConfig:
     """One evaluation set the `contamination` stage looks for in the documents."""
 
     name: str = ""  # its reject code is contamination:NAME
-    path: str = ""  # JSONL (plain or gzip) or .parquet, local (config-relative) or s3://
+    path: str = ""  # JSONL (plain, gzip or zstd) or .parquet, local (config-relative) or s3://
     fields: list[str] = field(default_factory=lambda: ["text"])  # an item's text: these fields, joined by a space
     action: str = "reject"  # reject, or mask: the matching spans replaced by `placeholder`
 
@@ -1132,8 +1132,19 @@ def _check_stages(config: Config, base: Path) -> None:
             raise ConfigError(
                 f"stages: {reads_text[0]!r} reads the text, which `extract` (after it) makes; list extract first"
             )
-    elif any(input_format(f, s) == "warc" for s in config.sources if not s.curated for f in s.files):
-        raise ConfigError("stages: WARC/ARC sources need `extract` (it turns each page's HTML into text)")
+    else:
+        pages = [f for s in config.sources if not s.curated for f in s.files if input_format(f, s) == "warc"]
+        crawls = [f for f in pages if not is_wet(f)]
+        if crawls:
+            raise ConfigError(
+                f"stages: WARC/ARC sources need `extract` (it turns each page's HTML into text), and "
+                f"{crawls[0]!r} is not a WET file (*.wet, *.wet.gz, *.wet.zst: text already)"
+            )
+
+
+def is_wet(path: str) -> bool:
+    """A WET file by its name, as Common Crawl names them (CC-...warc.wet.gz): its records hold text, not HTML."""
+    return path.lower().endswith((".wet", ".wet.gz", ".wet.zst"))
 
 
 def _stage_entry(config: Config, entry, key: str, base: Path):

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from pipeline import engine, spec, storage
 from pipeline.config import Config, Source, input_format
 from pipeline.storage import open_input, write_atomic
+from stages.ledger import run_on_alive
 from stages.read_text import read_jsonl, read_parquet
 from stages.user import UserStage
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
@@ -155,6 +156,8 @@ class FilterFile:
     def _filter(
         self, table: pa.Table, seconds: dict[str, float], at=lambda stage: None, printed: list[str] | None = None
     ) -> pa.Table:
+        if not any(stage.name == "extract" for stage in self.stages):
+            table = without_text_rejected(table)
         for stage in self.stages:
             at(stage.name)
             start = time.perf_counter()
@@ -209,6 +212,18 @@ class FilterFile:
         write_atomic(self.folder / part_name(file_index), write)
         marker.unlink(missing_ok=True)
         return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": printed}
+
+
+def without_text_rejected(table: pa.Table) -> pa.Table:
+    """A belt without `extract` (WET, JSONL, Parquet sources): an HTML page a WET file holds among its text
+    records has no text for the stages to judge; it is rejected `read:not_text`, not judged as empty."""
+
+    def verdicts(alive: pa.Table):
+        reasons = ["read:not_text" if text is None else None for text in alive["text"].to_pylist()]
+        details = [reason and "no text: an HTML page needs the extract stage" for reason in reasons]
+        return {}, reasons, details
+
+    return run_on_alive(table, "read", verdicts, {})
 
 
 def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:

@@ -137,7 +137,8 @@ READ = StageSpec(
     "documents whose text skips extraction; WAT `metadata` records are not documents; JSONL and Parquet "
     "sources give their text field",
     rejects="`read:not_html`, `read:http_status`, `read:too_large`, `read:content_encoding` (unknown, or not valid "
-    "data in its encoding), `read:malformed`",
+    "data in its encoding), `read:malformed`, `read:not_text` (an HTML page in a belt without "
+    "`extract`)",
 )
 
 DOCUMENT_STAGES = {

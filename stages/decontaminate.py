@@ -37,7 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from backports import zstd
 
+from .compressed import ZSTD_MAGIC
 from .dedup import WHITE_SPACE, MinHasher, band_hashes, normalize, recall_bands
 from .ledger import run_on_alive
 from .stamps import file_stamp
@@ -72,7 +74,7 @@ class EvalSet:
 
 
 def read_items(eval_set: EvalSet, opener: Callable[[str], BinaryIO] = open_local):
-    """(ids, texts) of an eval set's items: JSONL (plain or gzip) or Parquet (by the `.parquet` name). An item's
+    """(ids, texts) of an eval set's items: JSONL (plain, gzip or zstd; a UTF-8 BOM skipped) or Parquet (by the `.parquet` name). An item's
     text is its `fields` joined by a space; its id is its `id` field where it has one, else its number in the
     file (from 0; blank JSONL lines are not items)."""
     try:
@@ -86,11 +88,22 @@ def read_items(eval_set: EvalSet, opener: Callable[[str], BinaryIO] = open_local
     return ids, texts
 
 
+def _decompressed(eval_set: EvalSet, data: bytes) -> bytes:
+    """The data, gunzipped or zstd-decompressed where its first bytes say so (as the readers tell them)."""
+    try:
+        if data[:2] == b"\x1f\x8b":
+            return gzip.decompress(data)
+        if data[:4] == ZSTD_MAGIC:
+            return zstd.decompress(data)
+    except (OSError, EOFError, zstd.ZstdError) as error:
+        raise EvalSetError(f"{eval_set.path!r} is not whole compressed data ({error})") from None
+    return data
+
+
 def _jsonl_rows(eval_set: EvalSet, data: bytes) -> list[dict]:
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
     rows = []
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+    text = _decompressed(eval_set, data).decode("utf-8", errors="replace").removeprefix("\ufeff")  # a BOM is no text
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -297,6 +310,7 @@ class NearIndex:
         self.sets = np.concatenate(sets) if sets else np.zeros(0, np.uint64)  # item i's: [ends[i-1], ends[i])
         self.bands, self.rows = recall_bands(threshold / (1 + WINDOW_RATIO - threshold), hasher.num_perm)
         has = counts >= NEAR_MIN_SHINGLES
+        self.too_short = ~has  # items it does not look for (Decontaminate looks for them whole)
         buckets = band_hashes(hasher.run_signatures(flat, starts[has], ends[has]), self.bands, self.rows)
         self.index = HashIndex(buckets.ravel(), np.repeat(np.flatnonzero(has).astype(np.int32), self.bands))
         self.sizes = sorted({window_size(int(c)) for c in counts[has]})
@@ -335,7 +349,7 @@ class NearIndex:
 
     def _windows(self, counts: np.ndarray, starts: np.ndarray):
         """(document, first shingle, end shingle) of every window of every document, each size in turn."""
-        docs, firsts, lasts = [], [], []
+        docs, firsts, lasts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]  # no item: none
         for size in self.sizes:
             step = max(1, size // WINDOW_STEPS)
             # windows per document: enough steps to reach its end (a last window flush with it), at least one
@@ -428,14 +442,18 @@ class Decontaminate:
             texts += set_texts
         items = match_text(texts)
         num_perm, shingle_words, seed = self.minhash
-        return Index(
-            np.array(set_of, np.int32),
-            ids,
-            NgramIndex(items, self.ngram, seed) if self.ngram_detector else None,
+        near = (
             NearIndex(items, MinHasher(num_perm, shingle_words, seed), self.near_threshold)
             if self.near_detector
-            else None,
+            else None
         )
+        ngram = NgramIndex(items, self.ngram, seed) if self.ngram_detector else None
+        if ngram is None and near is not None and near.too_short.any():
+            # Near detector only: an item too short for its windows (a question of five words) is looked for
+            # whole, as one n-gram of all its words; the longer items are left out of this index (no text).
+            short = [text if short else "" for text, short in zip(items.to_pylist(), near.too_short.tolist())]
+            ngram = NgramIndex(pa.array(short, pa.string()), NEAR_MIN_SHINGLES + shingle_words, seed)
+        return Index(np.array(set_of, np.int32), ids, ngram, near)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         return run_on_alive(batch, self.name, self._compute, COLUMNS, replaces=("text",))

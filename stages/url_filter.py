@@ -9,11 +9,16 @@ first word is its entry (`example.com  # why` lists example.com). An entry with 
   trailing slash, host in lower case; path and query exactly (`example.com/a` blocks `https://example.com/a/`
   and `http://EXAMPLE.com/a#top`, not `/a/b` nor `/a?page=2`).
 `www.` is part of a host like any other label: `www.example.com` does not block `example.com`.
+A domain written in Unicode and its punycode (`xn--`) form are one domain, in lists and in URLs alike.
+The formats people download are read too: hosts files (`0.0.0.0 example.com`: the hosts after the address)
+and adblock lists, whose domain rules (`||example.com^`, options after `$` aside) list domains; their other
+rules (element hiding, exceptions, paths) and `!` comments list nothing.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,13 +29,50 @@ from .stamps import file_stamp
 
 
 def read_blocklist(path: str) -> list[str]:
-    """The entries of a blocklist file, in file order."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [line.split()[0] for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    """The entries of a blocklist file, in file order: plain lists, hosts files and adblock domain rules."""
+    lines = Path(path).read_text(encoding="utf-8").removeprefix("\ufeff").splitlines()
+    return [entry for line in lines for entry in line_entries(line)]
+
+
+def line_entries(line: str) -> list[str]:
+    """The entries of one blocklist line: its first word (`example.com  # why`); the hosts after the address of
+    a hosts file's line (`0.0.0.0 a.example b.example`); the domain of an adblock rule `||example.com^`
+    (options after `$` aside). Comments (`#`, adblock's `!`), an adblock header and adblock rules that are not
+    domain rules (element hiding `##`, exceptions `@@`, paths) list nothing."""
+    first = line.split()[0] if line.split() else ""
+    if any(marker in first for marker in ("##", "#@#", "#?#")):  # adblock element hiding: no domain listed
+        return []
+    words = line.split("#", 1)[0].split()
+    if not words or words[0].startswith(("!", "[", "@@")):
+        return []
+    if _is_address(words[0]):  # a hosts file's line
+        return words[1:]
+    if words[0].startswith("||"):
+        domain = words[0][2:].split("$", 1)[0].removesuffix("^")
+        return [domain] if domain and not any(c in domain for c in "/^*|") else []
+    if words[0].startswith(("|", "/", "-", ".", "&", "?", "=", "_")) and "." not in words[0].split("/")[0]:
+        return []  # an adblock rule of another kind
+    return words[:1]
+
+
+def _is_address(word: str) -> bool:
+    try:
+        ipaddress.ip_address(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _host(netloc_host: str | None) -> str:
-    return (netloc_host or "").lower().rstrip(".")
+    """A host as blocklists compare it: lower case, no final dot, a Unicode (IDNA) name as its punycode
+    `xn--` form, so that `bücher.example` and `xn--bcher-kva.example` are one domain."""
+    host = (netloc_host or "").lower().rstrip(".")
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:  # not a valid IDNA name: compared as written
+        return host
 
 
 def url_key(url: str) -> str | None:

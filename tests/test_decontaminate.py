@@ -3,6 +3,7 @@ set files and their config errors, the resume fingerprint, and one run of the be
 
 from __future__ import annotations
 
+import gzip
 import json
 import pickle
 from pathlib import Path
@@ -18,6 +19,7 @@ from pipeline.config import ConfigError, load_config
 from stages.decontaminate import (
     Decontaminate,
     EvalSet,
+    EvalSetError,
     HashIndex,
     match_text,
     read_items,
@@ -340,3 +342,36 @@ def test_the_same_bytes_on_spark(tmp_path):
 
 def read_folder(folder: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob("*.parquet"))])
+
+
+def test_an_eval_set_with_a_bom_or_compressed_is_read(tmp_path):
+    """A UTF-8 BOM (Windows tools write one) is no part of the first line; gzip and zstd are read as the
+    readers read them; a cut zstd file is one line naming it."""
+    from backports import zstd
+
+    lines = "".join(json.dumps(row) + "\n" for row in QUIZ).encode()
+    files = {
+        "bom.jsonl": b"\xef\xbb\xbf" + lines,
+        "quiz.jsonl.gz": gzip.compress(lines),
+        "quiz.jsonl.zst": zstd.compress(b"\xef\xbb\xbf" + lines),
+    }
+    expected = read_items(EvalSet("x", jsonl(tmp_path / "plain.jsonl", QUIZ), ("question", "answer")))
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert read_items(EvalSet("x", str(tmp_path / name), ("question", "answer"))) == expected, name
+    (tmp_path / "cut.jsonl.zst").write_bytes(files["quiz.jsonl.zst"][:-5])
+    with pytest.raises(EvalSetError, match=r"cut.jsonl.zst' is not whole compressed data"):
+        read_items(EvalSet("x", str(tmp_path / "cut.jsonl.zst"), ("question", "answer")))
+
+
+def test_near_detector_with_items_shorter_than_its_window(tmp_path):
+    """Questions of a few words are normal: with only short items the near detector runs (it crashed), and
+    with the n-gram detector off a short item is still found, whole."""
+    short = [{"text": "What is the capital of Mongolia?"}]
+    page = FILLER + " What is the capital of Mongolia? " + FILLER
+    both = stage(tmp_path, short, fields=("text",), near_detector=True)
+    assert [row["reason"] for row in run(both, [page, FILLER])] == ["contamination:quiz", None]
+    near_only = stage(tmp_path, short, fields=("text",), ngram_detector=False, near_detector=True)
+    rows = run(near_only, [page, FILLER, "the capital of Mongolia is Ulaanbaatar"])
+    assert [row["reason"] for row in rows] == ["contamination:quiz", None, None]
+    assert "(the whole item)" in rows[0]["detail"], rows[0]["detail"]

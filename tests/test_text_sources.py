@@ -85,3 +85,40 @@ def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_pa
         reason != "read:malformed" for _, _, reason, _ in make_text_inputs.BROKEN_LINES
     )
     assert all(" line " in r["detail"] for r in malformed)
+
+
+def test_a_wet_belt_may_leave_out_extract(tmp_path):
+    """docs/stages.md: a WET file gives the text, so its belt needs no `extract`; an HTML page a WET-named file
+    holds is `read:not_text`, not judged as empty; a WARC of pages without `extract` is one line naming it."""
+    fixtures = ROOT / "tests" / "fixtures"
+    (tmp_path / "CC-1.warc.wet.gz").write_bytes((fixtures / "bad" / "wet.warc.wet.gz").read_bytes())
+    (tmp_path / "pages.wet.gz").write_bytes((fixtures / "warc" / "crawl-00000.warc.gz").read_bytes())
+    config = {
+        "sources": [{"name": "web", "input": ["CC-1.warc.wet.gz", "pages.wet.gz"]}],
+        "stages": ["language", "quality", "repetition"],
+        "ray": {"num_cpus": 1},
+        "language": {"languages": []},
+        "dedup": {"near": False},
+        "tokenizer": {"vocab_size": 300},
+        "packing": {"seq_len": 16},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml"), "--output", str(tmp_path / "out")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["complete"] and all(manifest["invariants"].values()), manifest["invariants"]
+    by_file = {Path(part["file"]).name: part for part in manifest["inputs"]}
+    assert by_file["CC-1.warc.wet.gz"]["documents"] == 4 and by_file["CC-1.warc.wet.gz"]["kept"] == 3
+    rejects = pq.read_table(tmp_path / "out" / "rejects", columns=["file", "reason"]).to_pylist()
+    pages = Counter(r["reason"] for r in rejects if Path(r["file"]).name == "pages.wet.gz")
+    assert pages == {"read:not_text": 13, "read:not_html": 1}, pages
+
+    config["sources"][0]["input"] = [str(fixtures / "warc" / "crawl-00000.warc.gz")]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    command[-1] = str(tmp_path / "refused")
+    refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and not (tmp_path / "refused").exists()
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("config error: stages: WARC/ARC sources need `extract`"), lines
+    assert "crawl-00000.warc.gz' is not a WET file" in lines[0]

@@ -200,6 +200,37 @@ def test_a_domain_blocks_its_subdomains_only_and_a_url_itself(tmp_path):
     assert url_key("https://Example.com:80/a/") == url_key("example.com/a") == "example.com/a"
 
 
+def test_hosts_files_adblock_domain_rules_and_idna_domains_block(tmp_path):
+    """The formats people download: a hosts file, an adblock list (only its domain rules list domains) and
+    internationalized domains, Unicode or punycode, matching URLs written either way."""
+    (tmp_path / "hosts").write_text(
+        "\ufeff# StevenBlack-style hosts\n127.0.0.1 localhost\n0.0.0.0 ads.example.com\n"
+        "0.0.0.0 a.tracker.net b.tracker.net  # two\n::1 six.example\n"
+    )
+    (tmp_path / "easylist.txt").write_text(
+        "[Adblock Plus 2.0]\n! Title: EasyList\n||adserver.example^\n||pixel.example^$third-party\n"
+        "@@||allowed.example^\n##.banner\nexample.org##.ad\n||cdn.example/ads/\n/banner/*\n"
+    )
+    (tmp_path / "idna.txt").write_text("bücher.example\nxn--caf-dma.example\n")
+    files = ["hosts", "easylist.txt", "idna.txt"]
+    blocklist = Blocklist([str(tmp_path / name) for name in files])
+    blocked = {
+        "https://ads.example.com/x": "ads.example.com (hosts)",
+        "http://b.tracker.net/": "b.tracker.net (hosts)",
+        "http://six.example/": "six.example (hosts)",
+        "https://www.adserver.example/p": "adserver.example (easylist.txt)",
+        "https://pixel.example/1.gif": "pixel.example (easylist.txt)",
+        "https://xn--bcher-kva.example/": "bücher.example (idna.txt)",
+        "https://shop.BÜCHER.example/a": "bücher.example (idna.txt)",
+        "https://café.example/": "xn--caf-dma.example (idna.txt)",
+    }
+    for url, entry in blocked.items():
+        assert blocklist.match(url) == entry, url
+    for url in ["https://allowed.example/", "https://example.org/", "https://cdn.example/", "https://tracker.net/"]:
+        assert blocklist.match(url) is None, url
+    assert "0.0.0.0" not in blocklist.domains and "127.0.0.1" not in blocklist.domains
+
+
 def test_url_stage_rejects_with_the_entry_in_detail(tmp_path):
     (tmp_path / "block.txt").write_text("spam.example\n")
     batch = ledger_table(["a", "b"], url=["https://www.spam.example/x", "https://ham.example/"])
