@@ -102,34 +102,30 @@ def one_line(done: subprocess.CompletedProcess) -> str:
 
 
 @pytest.mark.parametrize(
-    "address, message",
+    "settings, message",
     [
-        ("127.0.0.1:{port}", "config error: ray.address '127.0.0.1:{port}': no Ray cluster answers there ("),
-        ("notaurl", "config error: ray.address 'notaurl': expected HOST:PORT"),
+        (
+            ["ray.address=127.0.0.1:{port}"],
+            "config error: ray.address '127.0.0.1:{port}': no Ray cluster answers there (",
+        ),
+        (["ray.address=notaurl"], "config error: ray.address 'notaurl': expected HOST:PORT"),
+        pytest.param(
+            ["engine=spark", "spark.master=foo"],
+            "config error: spark.master 'foo': expected local[N], spark://HOST:PORT, yarn or k8s://...",
+            marks=needs_spark,
+        ),
+        pytest.param(
+            ["engine=spark", "spark.master=spark://127.0.0.1:{port}"],
+            "config error: spark.master 'spark://127.0.0.1:{port}': no Spark master answers",
+            marks=needs_spark,
+        ),
     ],
 )
-def test_a_ray_address_where_nothing_answers_is_one_line_within_a_minute(tmp_path, address, message):
+def test_a_cluster_address_where_nothing_answers_is_one_line_within_a_minute(tmp_path, settings, message):
     port = closed_port()
     config = config_with_stage(tmp_path, "Prints")
-    done = run_cli(["run", str(config), "--set", f"ray.address={address.format(port=port)}"], tmp_path, timeout=60)
-    assert done.returncode == 2
-    assert one_line(done).startswith(message.format(port=port))
-    assert not (tmp_path / "out").exists()
-
-
-@needs_spark
-@pytest.mark.parametrize(
-    "master, message",
-    [
-        ("foo", "config error: spark.master 'foo': expected local[N], spark://HOST:PORT, yarn or k8s://..."),
-        ("spark://127.0.0.1:{port}", "config error: spark.master 'spark://127.0.0.1:{port}': no Spark master answers"),
-    ],
-)
-def test_a_spark_master_that_is_no_master_is_one_line_within_a_minute(tmp_path, master, message):
-    port = closed_port()
-    config = config_with_stage(tmp_path, "Prints")
-    master = master.format(port=port)
-    done = run_cli(["run", str(config), "--set", "engine=spark", "--set", f"spark.master={master}"], tmp_path, 60)
+    sets = [arg for setting in settings for arg in ("--set", setting.format(port=port))]
+    done = run_cli(["run", str(config), *sets], tmp_path, timeout=60)
     assert done.returncode == 2
     assert one_line(done).startswith(message.format(port=port))
     assert not (tmp_path / "out").exists()
