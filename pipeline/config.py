@@ -1096,7 +1096,7 @@ def _is_number(type_: pa.DataType) -> bool:
     return pa.types.is_floating(type_) or pa.types.is_integer(type_)
 
 
-USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold", "max_error_share")
+USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold", "max_error_share", "timeout_s")
 RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
 
 
@@ -1189,6 +1189,7 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
         raise ConfigError(f"{key}.with: {error}; give text, numbers, dates, lists or mappings") from None
     _check_number(entry.get("threshold"), f"{key}.threshold", "a number", lambda v: True)
     _check_number(entry.get("max_error_share"), f"{key}.max_error_share", "a share in [0, 1]", lambda v: 0 <= v <= 1)
+    _check_number(entry.get("timeout_s"), f"{key}.timeout_s", "seconds above 0", lambda v: v > 0)
     try:
         stage = spec.user_stage(entry, probe=True)
     except StageError as error:

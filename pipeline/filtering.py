@@ -71,8 +71,8 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
             if crashed is None:
                 raise
             raise StageCrashError(
-                f"stage {crashed['stage']} ended its worker process (a crash, an exit or the out-of-memory "
-                f"killer) while on {crashed['path']}, on every try; fix the stage or leave that file out"
+                f"stage {crashed['stage']} ended its worker process (a crash, an exit, the out-of-memory "
+                f"killer or a call stuck in C code past twice its time limit) while on {crashed['path']}, on every try; fix the stage or leave that file out"
             ) from error
         for done in results:
             for printed in done["printed"]:  # a stage's print() in a worker: on the console and in run.log

@@ -11,10 +11,11 @@ alive and returns a mapping with one value per row for each column it adds (decl
 Arrow type name), and optionally `reject` (a reason, or None to keep the row) and `detail` (free text). It
 never drops rows. A class may have `setup()`, run once per worker before its first batch (a model load).
 
-A stage that raises on a batch is run again row by row: the rows that raise become `NAME:error` with the
-exception in `detail`, the others get their results. A stage that raises on more than `max_error_share` of
-the rows a worker has given it is broken, not the data: it stops the run with StageError and its first
-exception. A result that breaks the contract (not a mapping, a column missing or undeclared, a wrong length
+A stage that raises on a batch, or runs past `timeout_s` (10) seconds per row on it, is run again row by row:
+the rows that raise become `NAME:error` with the exception in `detail`, those that run past `timeout_s` alone
+`NAME:timeout`, the others get their results (stages/time_limit.py; a call stuck in C code ends the worker).
+A stage that raises or times out on more than `max_error_share` of the rows a worker has given it is broken,
+not the data: it stops the run with StageError and its first exception. A result that breaks the contract (not a mapping, a column missing or undeclared, a wrong length
 or type, an empty reject reason) stops the run with StageError naming the stage. With a `threshold`, a row
 without a score (null or NaN) is `NAME:no_score`: it cannot be shown to reach the threshold.
 """
@@ -33,10 +34,12 @@ from importlib import metadata
 import pyarrow as pa
 
 from stages.ledger import run_on_alive
+from stages.time_limit import TimeLimitExceeded, call_with_time_limit
 
 RESULT_KEYS = ("reject", "detail")
 _MAX_DETAIL = 500
 MAX_ERROR_SHARE = 0.5  # default: a stage raising on more than half of its rows is broken
+TIMEOUT_S = 10.0  # default: seconds a stage may spend on one document
 
 
 class StageError(RuntimeError):
@@ -86,6 +89,7 @@ class UserStage:
         adds: dict | None = None,
         threshold: float | None = None,
         max_error_share: float | None = None,
+        timeout_s: float | None = None,
     ):
         self.target = target
         self.arguments = dict(arguments or {})
@@ -104,6 +108,7 @@ class UserStage:
         self.name = name or getattr(found, "name", None) or _snake(found.__name__)
         self.threshold = threshold
         self.max_error_share = MAX_ERROR_SHARE if max_error_share is None else max_error_share
+        self.timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
         self._rows = self._errors = 0  # on this worker so far: the rows given and the rows that raised
         self._first_error: str | None = None
         self._judging = True  # False on the probe batch, whose made-up rows a stage may fairly fail on
@@ -125,6 +130,7 @@ class UserStage:
             entry.get("adds"),
             entry.get("threshold"),
             entry.get("max_error_share"),
+            entry.get("timeout_s"),
         )
 
     def __getstate__(self):
@@ -172,6 +178,7 @@ class UserStage:
             "with": self.arguments,
             "name": self.name,
             "threshold": self.threshold,
+            "timeout_s": self.timeout_s,
             "adds": {column: str(type_) for column, type_ in self.adds.items()},
             "versions": versions,
             "code": code,
@@ -182,9 +189,9 @@ class UserStage:
 
     def _compute(self, alive: pa.Table):
         run = self.load()
-        try:
-            result = run(alive)
-        except Exception:  # find the rows that raise: they alone become NAME:error
+        try:  # a batch may take timeout_s per row; over that, the rows are timed one by one
+            result = call_with_time_limit(self.timeout_s * alive.num_rows, run, alive)
+        except (Exception, TimeLimitExceeded):  # find the rows that raise or run over: only they are rejected
             return self._row_by_row(run, alive)
         columns, reasons, details = self._checked(result, alive.num_rows)
         self._count_errors(alive.num_rows, 0, None)
@@ -195,20 +202,26 @@ class UserStage:
         reasons, details = [], []
         for i in range(alive.num_rows):
             try:
-                one, reason, detail = self._checked(run(alive.slice(i, 1)), 1)
+                one, reason, detail = self._checked(call_with_time_limit(self.timeout_s, run, alive.slice(i, 1)), 1)
             except StageError:
                 raise
+            except TimeLimitExceeded:
+                over = f"over its {self.timeout_s:g} s limit on one document"
+                one, reason, detail = self._nulls(), ["timeout"], [over]
             except Exception as error:
-                one, reason, detail = {c: pa.nulls(1, t) for c, t in self.adds.items()}, ["error"], [_describe(error)]
+                one, reason, detail = self._nulls(), ["error"], [_describe(error)]
             for column in columns:
                 columns[column].append(one[column][0].as_py())
             reasons.append(None if reason is None else reason[0])
             details.append(None if detail is None else detail[0])
-        errors = [d for r, d in zip(reasons, details) if r == "error"]
+        errors = [d for r, d in zip(reasons, details) if r in ("error", "timeout")]
         self._count_errors(alive.num_rows, len(errors), errors[0] if errors else None)
         columns = {column: pa.array(values, self.adds[column]) for column, values in columns.items()}
         reasons = [None if r is None else self._code(r) for r in reasons]
         return columns, *self._with_threshold(columns, reasons, details)
+
+    def _nulls(self) -> dict[str, pa.Array]:
+        return {column: pa.nulls(1, type_) for column, type_ in self.adds.items()}
 
     def _checked(self, result, rows: int):
         """The result's columns (as declared), reject codes and details; StageError if it breaks the contract."""

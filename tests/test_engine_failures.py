@@ -21,6 +21,7 @@ from test_user_stages import PYTHON, base_config, write_jsonl
 
 KILLERS = """
 import ctypes
+import hashlib
 import os
 
 
@@ -40,6 +41,13 @@ class Segfaults:
     def __call__(self, batch):
         if _hits(batch):
             ctypes.string_at(0)
+        return {}
+
+
+class StuckInC:
+    def __call__(self, batch):
+        if _hits(batch):  # hours in one C call that never looks at signals
+            hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 2**31 - 1)
         return {}
 
 
@@ -66,7 +74,8 @@ def config_with_stage(tmp_path: Path, target: str, **extra) -> Path:
     inputs.mkdir()
     for f in range(3):
         write_jsonl(inputs / f"part-{f}.jsonl", f * 5, 5)
-    raw = base_config([str(inputs)], tmp_path / "out", stages=["language", {"use": f"killers:{target}"}], **extra)
+    stage = {"use": f"killers:{target}", "timeout_s": 0.5}
+    raw = base_config([str(inputs)], tmp_path / "out", stages=["language", stage], **extra)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -75,7 +84,13 @@ def config_with_stage(tmp_path: Path, target: str, **extra) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "engine, target",
-    [("ray", "Exits"), ("ray", "Segfaults"), pytest.param("spark", "Exits", marks=needs_spark)],
+    [
+        ("ray", "Exits"),
+        ("ray", "Segfaults"),
+        ("ray", "StuckInC"),
+        pytest.param("spark", "Exits", marks=needs_spark),
+        pytest.param("spark", "StuckInC", marks=needs_spark),
+    ],
 )
 def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_file(tmp_path, engine, target):
     config = config_with_stage(tmp_path, target)
@@ -83,7 +98,8 @@ def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_fi
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "\tat org.apache" not in done.stderr, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"stage error: stage {target.lower()} ended its worker process "), last
+    name = "stuck_in_c" if target == "StuckInC" else target.lower()
+    assert last.startswith(f"stage error: stage {name} ended its worker process "), last
     assert f"while on {tmp_path / 'inputs' / 'part-1.jsonl'}," in last, last
     assert not (tmp_path / "out" / "docs").exists()
 

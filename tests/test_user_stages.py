@@ -176,6 +176,32 @@ def test_a_row_that_raises_is_a_named_reject_and_the_rest_get_their_results():
     assert out["length"].to_pylist() == [4, None, 7, 9]
 
 
+class Hangs:
+    """Loops for ever in Python on 'loop', backtracks for ever in `re` on 'regex'."""
+
+    adds = {"length": "int64"}
+
+    def __call__(self, batch):
+        texts = batch["text"].to_pylist()
+        for text in texts:
+            while "loop" in text:
+                pass
+            if "regex" in text:
+                re.match(r"(a+)+$", "a" * 60 + "b")
+        return {"length": [len(t) for t in texts]}
+
+
+def test_a_row_that_runs_past_its_time_limit_is_a_timeout_reject_and_the_rest_get_their_results():
+    stage = UserStage(f"{__name__}:Hangs", name="hangs", timeout_s=0.2)
+    out = stage(ledger_batch(["fine", "a loop here", "a regex here", "also fine"]))
+    assert out["reason"].to_pylist() == [None, "hangs:timeout", "hangs:timeout", None]
+    assert out["detail"][1].as_py() == "over its 0.2 s limit on one document"
+    assert out["length"].to_pylist() == [4, None, None, 9]
+    # timing out on most rows is a broken stage, as raising on them is
+    with pytest.raises(StageError, match=r"raised on 2 of 3 rows, .* the first: over its 0.2 s limit"):
+        UserStage(f"{__name__}:Hangs", name="hangs", timeout_s=0.2)(ledger_batch(["loop", "regex", "fine"]))
+
+
 class WrongLength:
     adds = {"score_wrong": "float64"}
 
