@@ -43,7 +43,7 @@ WORDS_PER_DOC = 300
 
 
 def vocabulary(rng: np.random.Generator, size: int = 50_000) -> np.ndarray:
-    source = (ROOT / "scripts" / "make_fixtures.py").read_text()
+    source = (ROOT / "testdata" / "fixture_pages.yaml").read_text(encoding="utf-8")  # the fixture crawl's text
     english = sorted(set(re.findall(r"\b[a-z]{2,12}\b", source.lower())))
     tail = [f"{english[i % len(english)]}{i}" for i in range(size - len(english))]
     words = np.array(english + tail)

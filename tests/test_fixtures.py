@@ -1,6 +1,6 @@
-"""The committed fixture crawl is exactly what scripts/make_fixtures.py writes, and reads as expected.json says.
+"""The committed fixture crawl is exactly what testdata/make_fixtures.py writes, and reads as expected.json says.
 
-Regenerate with:  .venv/bin/python scripts/make_fixtures.py   (writes tests/fixtures/)
+Regenerate with:  .venv/bin/python -m testdata.make_fixtures   (writes tests/fixtures/)
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from warcio.exceptions import ArchiveLoadFailed
 from helpers import FIXTURES, ROOT
 
 WARC_DIR = FIXTURES / "warc"
-SCRIPT = ROOT / "scripts" / "make_fixtures.py"
 KINDS = {
     "clean",
     "exact_duplicate",
@@ -43,7 +42,9 @@ def expected() -> dict:
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fixtures")
-    subprocess.run([sys.executable, str(SCRIPT), str(out)], check=True, cwd=ROOT, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "testdata.make_fixtures", str(out)], check=True, cwd=ROOT, capture_output=True, text=True
+    )
     return out
 
 
@@ -62,7 +63,7 @@ def test_committed_fixtures_are_byte_identical_to_regenerated(regenerated: Path)
     assert committed_warcs == [n for n in names if n.startswith("warc/")]
     for name in names:
         assert _sha1(FIXTURES / name) == _sha1(regenerated / name), (
-            f"{name} differs from a fresh run of scripts/make_fixtures.py; regenerate and commit it"
+            f"{name} differs from a fresh run of testdata/make_fixtures.py; regenerate and commit it"
         )
 
 

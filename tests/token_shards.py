@@ -4,7 +4,6 @@ seq_len + 1 tokens, the last one padded."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -14,17 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from helpers import ROOT
-
 
 @lru_cache(maxsize=1)
 def fixture_articles() -> list[str]:
-    """The clean English articles planted in the fixture crawl (scripts/make_fixtures.py)."""
-    spec = importlib.util.spec_from_file_location("make_fixtures", ROOT / "scripts" / "make_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return ["\n\n".join([title, *paragraphs]) for _, _, title, paragraphs in module.ARTICLES.values()]
+    """The clean English articles planted in the fixture crawl (testdata/fixture_pages.yaml)."""
+    from testdata.fixture_plan import ARTICLES
+
+    return ["\n\n".join([title, *paragraphs]) for _, _, title, paragraphs in ARTICLES.values()]
 
 
 def train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:
