@@ -217,8 +217,12 @@ _FLAT_TAGS = frozenset(
 def max_attributes(html: str) -> int:
     """About the most attributes in one tag: words outside quotes after a `<` and a letter, up to the next
     `>` (an upper bound: a name without a value counts, and so does stray text between quotes)."""
+    return _most_attributes(html.split(">"))
+
+
+def _most_attributes(parts: list[str]) -> int:
     most = 0
-    for part in html.split(">"):
+    for part in parts:
         if len(part) <= 2 * most:  # each attribute takes a space and a letter at least
             continue
         start = _TAG_START.search(part)
@@ -229,8 +233,6 @@ def max_attributes(html: str) -> int:
 
 def max_depth(html: str) -> int:
     """How deep the tags nest: open tags that nest less their closing tags, at most."""
-    if html.count("<") - html.count("</") <= MAX_DEPTH:  # too few opening tags to nest deeper: no walk
-        return 0
     depth = deepest = 0
     for slash, name in _TAG.findall(html):
         if name.lower() in _FLAT_TAGS:
@@ -244,13 +246,17 @@ def max_depth(html: str) -> int:
 
 
 def too_complex(html: str) -> str | None:
-    """Why a page would make the parsers quadratic, or None: a linear scan before parsing."""
-    attributes = max_attributes(html)
-    if attributes > MAX_ATTRIBUTES:
-        return f"a tag with about {attributes} attributes, over {MAX_ATTRIBUTES}"
-    depth = max_depth(html)
-    if depth > MAX_DEPTH:
-        return f"tags nested {depth} deep, over {MAX_DEPTH}"
+    """Why a page would make the parsers quadratic, or None: a linear scan before parsing. Each count is
+    made only where a cheaper one (in C) says it could be over its limit."""
+    parts = html.split(">")
+    if max(map(len, parts)) > 2 * MAX_ATTRIBUTES:  # only so long a tag can hold so many attributes
+        attributes = _most_attributes(parts)
+        if attributes > MAX_ATTRIBUTES:
+            return f"a tag with about {attributes} attributes, over {MAX_ATTRIBUTES}"
+    if html.count("<") - html.count("</") > MAX_DEPTH:  # only so many opening tags can nest so deep
+        depth = max_depth(html)
+        if depth > MAX_DEPTH:
+            return f"tags nested {depth} deep, over {MAX_DEPTH}"
     return None
 
 
@@ -515,9 +521,11 @@ class _Child:
             stdout=subprocess.PIPE,
             env=dict(os.environ, PYTHONPATH=path),
         )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.pages_out, self.results_in = self.process.stdin, self.process.stdout
         self.parent = os.getpid()  # a forked copy of this process must not share the child
         self.buffer = b""
-        _write(self.process.stdin, (os.getpid(), settings))
+        _write(self.pages_out, (os.getpid(), settings))
         if self.receive(time.monotonic() + _STARTUP_S) != "ready":
             self.stop()
             raise RuntimeError(f"the extraction process did not start (exit status {self.process.returncode})")
@@ -526,7 +534,7 @@ class _Child:
         return self.parent == os.getpid() and self.process.poll() is None
 
     def send(self, pages: list[str]) -> None:
-        _write(self.process.stdin, pages)
+        _write(self.pages_out, pages)
 
     def receive(self, deadline: float):
         """The next message, or None if it has not come by `deadline`; EOFError if the child is gone."""
@@ -543,12 +551,12 @@ class _Child:
     def _take(self, size: int, deadline: float) -> bytes | None:
         # poll, not select: a worker may hold over 1,024 file descriptors
         poller = select.poll()
-        poller.register(self.process.stdout.fileno(), select.POLLIN)
+        poller.register(self.results_in.fileno(), select.POLLIN)
         while len(self.buffer) < size:
             left = deadline - time.monotonic()
             if left <= 0 or not poller.poll(left * 1000):
                 return None
-            chunk = os.read(self.process.stdout.fileno(), max(size - len(self.buffer), 1 << 16))
+            chunk = os.read(self.results_in.fileno(), max(size - len(self.buffer), 1 << 16))
             if not chunk:
                 raise EOFError
             self.buffer += chunk
@@ -559,7 +567,7 @@ class _Child:
         """Kill it and wait for it; its exit status."""
         self.process.kill()
         code = self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
+        for stream in (self.pages_out, self.results_in):
             try:
                 stream.close()
             except OSError:
