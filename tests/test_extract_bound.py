@@ -1,7 +1,8 @@
 """stages.extract on hostile pages (issue 25): a page that keeps the parsers' C code busy past the time limit is
 stopped there (the extraction child is killed), rejected `extract:timeout`, and the rest of the batch goes on, on
 every method and from any thread; pages that make the parsers quadratic are rejected before parsing
-(`extract:too_complex`); the child dies with its parent; and the whole belt on Ray and on Spark keeps the other
+(`extract:too_complex`); the child dies with its parent, and a child that dies on a page makes it
+`extract:error`; and the whole belt on Ray and on Spark keeps the other
 pages of a WARC holding such pages. The hostile pages run in subprocesses with a timeout: a hang fails."""
 
 from __future__ import annotations
@@ -224,3 +225,29 @@ def test_the_belt_rejects_hostile_pages_and_keeps_the_others(tmp_path, settings)
     rejects = pq.read_table(tmp_path / "out" / "rejects").to_pylist()
     by_url = {row["url"].rsplit("/", 1)[1]: row["reason"] for row in rejects}
     assert by_url == {"busy": "extract:timeout", "nested": "extract:too_complex", "attrs": "extract:too_complex"}
+
+
+# Kills the extraction child a second into a batch, while it parses busy_in_c (10 to 20 s in C).
+CRASH = """
+import os, signal, sys, threading
+sys.path[:0] = ["tests", "scripts"]
+from bench_hostile_extract import busy_in_c
+from test_extract import docs
+from test_extract_bound import good_page
+from stages import extract
+stage = extract.Extract(method="resiliparse", timeout_s=60)
+stage(docs([good_page(0).encode()]))  # the child started
+(child,) = extract._children.values()
+threading.Timer(1, os.kill, (child.process.pid, signal.SIGKILL)).start()
+out = stage(docs([page.encode() for page in (good_page(0), busy_in_c(), good_page(6))]))
+print(out["reason"].to_pylist(), out["detail"][1].as_py(), out["text"][2].as_py()[:20])
+"""
+
+
+def test_a_child_that_dies_on_a_page_rejects_it_and_the_batch_goes_on():
+    # as a crash in C code would (a segmentation fault): the page is extract:error, the next one extracted
+    result = subprocess.run([sys.executable, "-c", CRASH], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == (
+        f"[None, 'extract:error', None] the extraction process died (exit status -9) {CRAWL_SAMPLE[6][:20]}"
+    )
