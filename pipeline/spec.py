@@ -151,8 +151,9 @@ DOCUMENT_STAGES = {
             adds={"text": pa.string(), "charset": pa.string()},
             build=_extract,
             summary="charset (HTTP header, meta tag, detector), then trafilatura (or resiliparse: "
-            "`extract.method`) with a per-document time limit; a text given by the input is kept",
-            rejects="`extract:too_large`, `extract:empty`, `extract:timeout`, `extract:error`",
+            "`extract.method`) with a per-document time limit that holds in C code (an extraction child "
+            "process); a text given by the input is kept",
+            rejects="`extract:too_large`, `extract:too_complex`, `extract:empty`, `extract:timeout`, `extract:error`",
         ),
         StageSpec(
             "language",

@@ -2,9 +2,12 @@
 
 Adds `text` and `charset` (the codec actually used) to alive rows, then drops the large `html` column.
 Rows that already have their text (the reader's WET conversion records) pass through untouched.
-Each document gets a time limit (SIGALRM, main thread only), so that one pathological page cannot stall
-a whole batch. Resiliparse's extraction is one call into C++, which the alarm cannot interrupt; it takes
-about a millisecond a page, so only trafilatura really needs the limit.
+Each document gets a time limit, so that one pathological page cannot stall a whole batch, in C code too:
+the stage extracts in a child process of its own (one per worker process, started on first use and kept
+for the next batches), reads each page's result with a deadline, and kills the child at the limit (a fresh
+one goes on with the rest of the batch). Inside the child a SIGALRM at the same limit stops Python code
+without that restart. Before parsing, a linear scan rejects pages that make the parsers quadratic
+(`extract:too_complex`: a tag with very many attributes, very deep nesting).
 
 Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed and quality"):
 - `trafilatura`: trafilatura's extractor, with its fallbacks (readability, jusText) unless `fast`;
@@ -22,9 +25,16 @@ Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed an
 from __future__ import annotations
 
 import codecs
+import ctypes
 import functools
+import os
+import pickle
 import re
+import select
 import signal
+import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -188,6 +198,68 @@ def drop_short_lines(text: str, min_words: int = MIN_LINE_WORDS) -> str:
     return cleaned or text
 
 
+# Pre-parse limits. The parsers are quadratic in these (2026-12-03, docs/benchmarks.md): resiliparse takes
+# 0.5 s at a depth of 5,000 and 4.5 s at 10,000; a tag with 10,000 attributes 0.4 s, with 30,000 2.9 s. The
+# real pages of ../shared/realhtml and tests/fixtures reach a depth of 1,496 and 591 attributes in a tag.
+MAX_DEPTH = 5_000
+MAX_ATTRIBUTES = 10_000
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)")
+_TAG_START = re.compile(r"<[A-Za-z]")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+# Tags that do not nest: void elements, and those a parser closes by itself at the next of their kind or
+# of their parent (an unclosed <p>, <li> or <a> before the next one is not deeper).
+_FLAT_TAGS = frozenset(
+    "area base br col embed hr img input link meta param source track wbr keygen basefont bgsound frame "
+    "p li dt dd option optgroup tr td th thead tbody tfoot colgroup rb rt rtc rp html head body a".split()
+)
+
+
+def max_attributes(html: str) -> int:
+    """About the most attributes in one tag: words outside quotes after a `<` and a letter, up to the next
+    `>` (an upper bound: a name without a value counts, and so does stray text between quotes)."""
+    return _most_attributes(html.split(">"))
+
+
+def _most_attributes(parts: list[str]) -> int:
+    most = 0
+    for part in parts:
+        if len(part) <= 2 * most:  # each attribute takes a space and a letter at least
+            continue
+        start = _TAG_START.search(part)
+        if start is not None:
+            most = max(most, len(_QUOTED.sub("", part[start.start() :]).split()) - 1)
+    return most
+
+
+def max_depth(html: str) -> int:
+    """How deep the tags nest: open tags that nest less their closing tags, at most."""
+    depth = deepest = 0
+    for slash, name in _TAG.findall(html):
+        if name.lower() in _FLAT_TAGS:
+            continue
+        if slash:
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+            deepest = max(deepest, depth)
+    return deepest
+
+
+def too_complex(html: str) -> str | None:
+    """Why a page would make the parsers quadratic, or None: a linear scan before parsing. Each count is
+    made only where a cheaper one (in C) says it could be over its limit."""
+    parts = html.split(">")
+    if max(map(len, parts)) > 2 * MAX_ATTRIBUTES:  # only so long a tag can hold so many attributes
+        attributes = _most_attributes(parts)
+        if attributes > MAX_ATTRIBUTES:
+            return f"a tag with about {attributes} attributes, over {MAX_ATTRIBUTES}"
+    if html.count("<") - html.count("</") > MAX_DEPTH:  # only so many opening tags can nest so deep
+        depth = max_depth(html)
+        if depth > MAX_DEPTH:
+            return f"tags nested {depth} deep, over {MAX_DEPTH}"
+    return None
+
+
 def _column(table: pa.Table, name: str) -> list:
     return table[name].to_pylist() if name in table.column_names else [None] * table.num_rows
 
@@ -228,28 +300,39 @@ class Extract:
         return batch.drop_columns(["html"]) if "html" in batch.column_names else batch
 
     def _compute(self, alive: pa.Table):
-        self.load()
         payloads = alive["html"].to_pylist()
         charsets = _column(alive, "http_charset")
         given = zip(_column(alive, "text"), _column(alive, "charset"))  # rows the reader gave text (WET)
-        texts, used, reasons, details = [], [], [], []
+        rows: list[tuple] = []  # (text, charset, reason, detail) of each row; None where still to extract
+        pending = []  # (row, payload size, charset, decoded page) of the pages to extract
         for payload, http_charset, (given_text, given_charset) in zip(payloads, charsets, given):
             if given_text is not None and given_text.strip():  # kept as it is
-                text, charset, reason, detail = given_text, given_charset, None, None
+                rows.append((given_text, given_charset, None, None))
             elif given_text is not None:  # as a page without text would
-                text, charset, reason, detail = None, None, "extract:empty", "no text in the record"
+                rows.append((None, None, "extract:empty", "no text in the record"))
             else:
-                text, charset, reason, detail = self.extract_one(payload or b"", http_charset)
-            texts.append(text)
-            used.append(charset)
-            reasons.append(reason)
-            details.append(detail)
+                payload = payload or b""
+                html, charset, reason, detail = self._decode(payload, http_charset)
+                if html is not None:
+                    pending.append((len(rows), len(payload), charset, html))
+                rows.append((None, charset, reason, detail))
+        extracted = self._extract_all([html for *_, html in pending])
+        for (row, size, charset, _), result in zip(pending, extracted):
+            rows[row] = self._with_charset(size, charset, *result)
+        texts, used, reasons, details = (list(column) for column in zip(*rows)) if rows else ([], [], [], [])
         return {"text": texts, "charset": used}, reasons, details
 
     def extract_one(
         self, payload: bytes, http_charset: str | None
     ) -> tuple[str | None, str | None, str | None, str | None]:
-        """(text, charset, reject reason, detail) for one page."""
+        """(text, charset, reject reason, detail) for one page, in this process."""
+        html, charset, reason, detail = self._decode(payload, http_charset)
+        if html is None:
+            return None, charset, reason, detail
+        return self._with_charset(len(payload), charset, *self.extract_decoded(html))
+
+    def _decode(self, payload: bytes, http_charset: str | None):
+        """(decoded page, charset, None, None), or (None, None, reject reason, detail)."""
         if self.max_html_bytes is not None and len(payload) > self.max_html_bytes:
             # lxml and trafilatura hold several copies of a page in memory; the time limit alone does not bound that
             return (
@@ -262,14 +345,31 @@ class Extract:
             html, charset = decode_html(payload, http_charset)
         except Exception as error:
             return None, None, "extract:decode", f"{type(error).__name__}: {error}"
-        text, reason, detail = self.extract_decoded(html)
+        return html, charset, None, None
+
+    @staticmethod
+    def _with_charset(size: int, charset: str, text: str | None, reason: str | None, detail: str | None):
         if reason == "extract:empty":
-            detail = f"no text in {len(payload)} bytes of HTML (decoded as {charset})"
+            detail = f"no text in {size} bytes of HTML (decoded as {charset})"
         return text, charset, reason, detail
+
+    def _extract_all(self, pages: list[str]) -> list[tuple[str | None, str | None, str | None]]:
+        """`extract_decoded` of each page: in the extraction child when there is a time limit (it holds in
+        C code and in any thread), else here."""
+        if not pages:
+            return []
+        if self.timeout_s is None or self.timeout_s <= 0:
+            self.load()
+            return [self.extract_decoded(html) for html in pages]
+        return _extract_in_child(self, pages)
 
     def extract_decoded(self, html: str) -> tuple[str | None, str | None, str | None]:
         """(text, reject reason, detail) for one decoded page, under the time limit: everything the stage
-        does after decoding (scripts/bench_extract.py times this). Call `load` once first."""
+        does after decoding (scripts/bench_extract.py times this), in this process: the time limit holds in
+        Python code on the main thread only (the stage itself extracts in a child). Call `load` once first."""
+        complex_because = too_complex(html)
+        if complex_because is not None:
+            return None, "extract:too_complex", complex_because
         started = time.monotonic()
         try:
             text = self._with_time_limit(self.extract_text, html)
@@ -326,6 +426,18 @@ class Extract:
             HTMLTree.parse(html), main_content=True, comments=self.include_comments, alt_texts=alt_texts
         )
 
+    def settings(self) -> dict:
+        """The arguments that make this stage again (in the extraction child)."""
+        return dict(
+            timeout_s=self.timeout_s,
+            favor=self.favor,
+            include_tables=self.include_tables,
+            include_comments=self.include_comments,
+            max_html_bytes=self.max_html_bytes,
+            method=self.method,
+            fast=self.fast,
+        )
+
     def _with_time_limit(self, function, *args):
         # SIGALRM handlers can only be installed from the main thread; elsewhere (a thread pool, Ray's
         # threaded actors) the page runs without a limit rather than failing.
@@ -363,3 +475,161 @@ class Extract:
                 # Give back what was left of an outer timer (at least a moment, so it still fires).
                 remaining = max(previous_delay - (time.monotonic() - started), 1e-3)
                 signal.setitimer(signal.ITIMER_REAL, remaining, previous_interval)
+
+
+# --- the extraction child -------------------------------------------------------------------------------
+# One per worker process and stage settings, started on first use and reused by every batch. The parent
+# sends a batch of decoded pages, then reads one result per page, each within the time limit; on an overrun
+# it kills the child (SIGKILL stops C code, which SIGALRM cannot) and a fresh one takes the rest. Messages
+# are pickles with an 8-byte length, between this module and itself only.
+
+_STARTUP_S = 300.0  # imports and a first page, on a loaded machine
+_GRACE_S = 0.5  # the child's own alarm stops Python code at the limit; past this, the child is killed
+_WARM_UP = "<html><body><article><p>A first page loads what every page needs.</p></article></body></html>"
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_children: dict[tuple, _Child] = {}
+_children_lock = threading.Lock()  # one batch at a time per process: a child extracts one page at a time
+
+
+def _write(stream, message) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def _read(stream):
+    """The next message from a blocking stream; EOFError at its end."""
+    header = stream.read(8)
+    if len(header) < 8:
+        raise EOFError
+    (size,) = struct.unpack("<Q", header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Child:
+    """An extraction process: pages in through its stdin, results out through its stdout."""
+
+    def __init__(self, settings: dict):
+        path = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from stages.extract import _serve; _serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(os.environ, PYTHONPATH=path),
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.pages_out, self.results_in = self.process.stdin, self.process.stdout
+        self.parent = os.getpid()  # a forked copy of this process must not share the child
+        self.buffer = b""
+        _write(self.pages_out, (os.getpid(), settings))
+        if self.receive(time.monotonic() + _STARTUP_S) != "ready":
+            self.stop()
+            raise RuntimeError(f"the extraction process did not start (exit status {self.process.returncode})")
+
+    def usable(self) -> bool:
+        return self.parent == os.getpid() and self.process.poll() is None
+
+    def send(self, pages: list[str]) -> None:
+        _write(self.pages_out, pages)
+
+    def receive(self, deadline: float):
+        """The next message, or None if it has not come by `deadline`; EOFError if the child is gone."""
+        header = self._take(8, deadline)
+        if header is None:
+            return None
+        (size,) = struct.unpack("<Q", header)
+        data = self._take(size, deadline)
+        if data is None:
+            self.buffer = header + self.buffer  # (the caller stops the child anyway)
+            return None
+        return pickle.loads(data)
+
+    def _take(self, size: int, deadline: float) -> bytes | None:
+        # poll, not select: a worker may hold over 1,024 file descriptors
+        poller = select.poll()
+        poller.register(self.results_in.fileno(), select.POLLIN)
+        while len(self.buffer) < size:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                return None
+            chunk = os.read(self.results_in.fileno(), max(size - len(self.buffer), 1 << 16))
+            if not chunk:
+                raise EOFError
+            self.buffer += chunk
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def stop(self) -> int | None:
+        """Kill it and wait for it; its exit status."""
+        self.process.kill()
+        code = self.process.wait()
+        for stream in (self.pages_out, self.results_in):
+            try:
+                stream.close()
+            except OSError:
+                pass  # a pipe the child never read to the end
+        return code
+
+
+def _extract_in_child(stage: Extract, pages: list[str]) -> list[tuple[str | None, str | None, str | None]]:
+    settings = stage.settings()
+    key = tuple(sorted(settings.items()))
+    limit = stage.timeout_s + _GRACE_S
+    results: list[tuple[str | None, str | None, str | None]] = []
+    with _children_lock:
+        while len(results) < len(pages):  # a child per round; a new round after a child was stopped
+            child = _children.get(key)
+            if child is None or not child.usable():
+                child = _children[key] = _Child(settings)
+            child.send(pages[len(results) :])
+            while len(results) < len(pages):
+                started = time.monotonic()
+                try:
+                    result = child.receive(started + limit)
+                except EOFError:  # it died on this page (a crash in C code)
+                    code = child.stop()
+                    results.append((None, "extract:error", f"the extraction process died (exit status {code})"))
+                    break
+                if result is None:
+                    child.stop()
+                    stopped = time.monotonic() - started
+                    results.append((None, "extract:timeout", f"over {stage.timeout_s} s (stopped at {stopped:.1f} s)"))
+                    break
+                results.append(result)
+    return results
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when its parent dies (PR_SET_PDEATHSIG), even by SIGKILL.
+    Elsewhere it ends when its input does."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(0)
+
+
+def _serve() -> None:
+    """The extraction child's main loop: settings, then batches of pages; a result per page as it is done."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; the child dies with it
+    results = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever a library prints goes to stderr, not into the results
+    pages_in = sys.stdin.buffer
+    parent, settings = _read(pages_in)
+    _die_with_parent(parent)
+    stage = Extract(**settings)
+    stage.load()
+    stage.extract_text(_WARM_UP)  # trafilatura's first call loads more than a page needs: not in a page's time
+    _write(results, "ready")
+    while True:
+        try:
+            pages = _read(pages_in)
+        except EOFError:  # the parent is done, or gone
+            return
+        for html in pages:
+            _write(results, stage.extract_decoded(html))
