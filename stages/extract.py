@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from stages import blocks
 from stages.ledger import run_on_alive
+from stages.time_limit import TimeLimitExceeded, call_with_time_limit
 
 # What a declared charset should really be decoded with. Browsers read these labels as a superset
 # (WHATWG Encoding Standard), and pages labelled with the smaller set often use the larger one.
@@ -152,11 +153,6 @@ def decode_html(payload: bytes, http_charset: str | None) -> tuple[str, str]:
         return payload.decode(guessed, errors="replace"), guessed
 
     return text, "utf-8"
-
-
-class _Timeout(BaseException):
-    """Raised by the SIGALRM handler. A BaseException so that trafilatura's `except Exception` blocks
-    do not swallow it."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -372,8 +368,9 @@ class Extract:
             return None, "extract:too_complex", complex_because
         started = time.monotonic()
         try:
-            text = self._with_time_limit(self.extract_text, html)
-        except _Timeout:
+            # no watchdog: the stage extracts in a child, which its parent kills at the limit
+            text = call_with_time_limit(self.timeout_s, self.extract_text, html, end_process=False)
+        except TimeLimitExceeded:
             return None, "extract:timeout", f"over {self.timeout_s} s ({time.monotonic() - started:.1f} s)"
         except Exception as error:
             return None, "extract:error", f"{type(error).__name__}: {str(error)[:300]}"
@@ -437,44 +434,6 @@ class Extract:
             method=self.method,
             fast=self.fast,
         )
-
-    def _with_time_limit(self, function, *args):
-        # SIGALRM handlers can only be installed from the main thread; elsewhere (a thread pool, Ray's
-        # threaded actors) the page runs without a limit rather than failing.
-        if self.timeout_s is None or self.timeout_s <= 0 or threading.current_thread() is not threading.main_thread():
-            return function(*args)
-
-        armed, fired = [True], []
-
-        def on_alarm(signum, frame):
-            if armed:
-                fired.append(True)
-                raise _Timeout()
-
-        previous_handler = signal.signal(signal.SIGALRM, on_alarm)
-        previous_delay, previous_interval = 0.0, 0.0
-        started = time.monotonic()
-        try:
-            # The alarm repeats: an exception raised where Python ignores it (a weakref callback, a __del__)
-            # is swallowed, so one alarm alone may not stop the page.
-            previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, self.timeout_s, 0.01)
-            result = function(*args)
-            if fired:  # every alarm was swallowed, yet the page ran over its limit
-                raise _Timeout()
-            return result
-        finally:
-            while armed:  # an alarm may still land here, before the timer is off: then try again
-                try:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                    armed.clear()  # from here a late alarm does nothing
-                except _Timeout:
-                    pass
-            # None means the old handler was not set from Python; the default is the best we can restore.
-            signal.signal(signal.SIGALRM, previous_handler if previous_handler is not None else signal.SIG_DFL)
-            if previous_delay > 0:
-                # Give back what was left of an outer timer (at least a moment, so it still fires).
-                remaining = max(previous_delay - (time.monotonic() - started), 1e-3)
-                signal.setitimer(signal.ITIMER_REAL, remaining, previous_interval)
 
 
 # --- the extraction child -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A time limit on a call, for stages that have no bound of their own (users' stages).
+"""A time limit on a call: users' stages, and extraction inside its child process.
 
 SIGALRM interrupts Python code at the limit (the `re` module's matching too). It cannot interrupt a C call
 that does not return to Python; for that, a watchdog thread ends the worker process at twice the limit. The
@@ -19,8 +19,9 @@ class TimeLimitExceeded(BaseException):
     """Raised at the limit. A BaseException so that a stage's own `except Exception` does not swallow it."""
 
 
-def call_with_time_limit(seconds: float | None, function, *args):
-    """function(*args), or TimeLimitExceeded once it has run `seconds`; the process ends at 2 x `seconds`."""
+def call_with_time_limit(seconds: float | None, function, *args, end_process: bool = True):
+    """function(*args), or TimeLimitExceeded once it has run `seconds`; with `end_process`, the process ends
+    at 2 x `seconds` if the call has not returned by then."""
     if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread():
         return function(*args)
 
@@ -42,7 +43,8 @@ def call_with_time_limit(seconds: float | None, function, *args):
     previous_handler = signal.signal(signal.SIGALRM, on_alarm)
     previous_delay, previous_interval = 0.0, 0.0
     started = time.monotonic()
-    threading.Thread(target=watchdog, daemon=True, name="time-limit-watchdog").start()
+    if end_process:
+        threading.Thread(target=watchdog, daemon=True, name="time-limit-watchdog").start()
     try:
         # The alarm repeats: an exception raised where Python ignores it (a weakref callback, a __del__)
         # is swallowed, so one alarm alone may not stop the call.

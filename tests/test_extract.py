@@ -16,7 +16,8 @@ import pytest
 
 from helpers import SHARED
 from stages import blocks
-from stages.extract import METHODS, Extract, _Timeout, decode_html, drop_short_lines
+from stages.extract import METHODS, Extract, decode_html, drop_short_lines
+from stages.time_limit import TimeLimitExceeded, call_with_time_limit
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
 
@@ -217,8 +218,8 @@ def test_a_swallowed_alarm_still_times_the_page_out():
                 swallowed += 1
         return swallowed
 
-    with pytest.raises(_Timeout):
-        Extract(timeout_s=0.05)._with_time_limit(swallows_every_alarm)
+    with pytest.raises(TimeLimitExceeded):
+        call_with_time_limit(0.05, swallows_every_alarm, end_process=False)
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
