@@ -1,6 +1,6 @@
 """CRAWL_SAMPLE: seven pages whose verdicts are known, for the dry run and for tests.
 
-`scripts/make_crawl_sample.py` writes them as configs/crawl_sample.warc; the dry run reads that file
+`testdata/make_crawl_sample.py` writes them as configs/crawl_sample.warc; the dry run reads that file
 through the whole belt and prints the verdict table below.
 """
 

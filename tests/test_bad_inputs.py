@@ -1,11 +1,10 @@
-"""The catalogue of bad input (scripts/make_bad_inputs.py, tests/fixtures/bad): every kind gives its
+"""The catalogue of bad input (testdata/make_bad_inputs.py, tests/fixtures/bad): every kind gives its
 named outcome, the records around the bad one get through, nothing raises, and one belt run over the
 whole catalogue keeps the ledger's invariants."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from pipeline.config import ConfigError, load_config
 from stages.extract import METHODS, Extract
 from stages.ledger import NOT_DOCUMENT
 from stages.warc_read import read_warc
+from testdata import make_bad_inputs
 
 BAD = ROOT / "tests" / "fixtures" / "bad"
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_bad_inputs  # noqa: E402
 
 EXPECTED = json.loads((BAD / "expected.json").read_text())
 

@@ -1,13 +1,12 @@
 """The text readers on what real files hold (issue 24): a lone surrogate escape in a JSONL line, a file that is
 plainly not the format it is read as, a Parquet source naming a column its files lack, dictionary-encoded
-Parquet text; and scripts/make_hostile_inputs.py's compressed streams, Parquet files and file names as tools and disks
+Parquet text; and testdata/make_hostile_inputs.py's compressed streams, Parquet files and file names as tools and disks
 have them. Each through the reader, and through the whole belt on Ray and on Spark as real subprocesses."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,9 +18,8 @@ from backports import zstd
 from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
 from stages.read_text import read_jsonl
 from stages.warc_read import read_warc
+from testdata import make_hostile_inputs
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_hostile_inputs  # noqa: E402
 
 ENGINES = [
     pytest.param(["ray.num_cpus=1"], id="ray"),
@@ -243,7 +241,7 @@ def test_a_nested_parquet_text_is_read_by_its_dotted_name_as_in_jsonl(tmp_path):
     assert all(row["detail"].endswith('"meta.text" is null') for row in rejects)
 
 
-# Beyond the listed cases: scripts/make_hostile_inputs.py's files, as tools and disks have them.
+# Beyond the listed cases: testdata/make_hostile_inputs.py's files, as tools and disks have them.
 
 
 @pytest.mark.parametrize("settings", ENGINES)

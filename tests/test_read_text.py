@@ -1,11 +1,10 @@
-"""stages.read_text on real text: ../shared/realhtml's main texts as scripts/make_text_inputs.py writes
+"""stages.read_text on real text: ../shared/realhtml's main texts as testdata/make_text_inputs.py writes
 them (JSONL plain, gzip and zstd, Parquet, and a WET file for stages.warc_read), and on broken files."""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -17,11 +16,10 @@ from stages.extract import Extract
 from stages.ledger import NOT_DOCUMENT
 from stages.read_text import read_jsonl, read_parquet
 from stages.warc_read import DOCUMENT_SCHEMA, ORDER_STRIDE, read_warc, stable_id
+from testdata import make_text_inputs
+from testdata.make_text_inputs import BROKEN_LINES
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_text_inputs  # noqa: E402
-from make_text_inputs import BROKEN_LINES  # noqa: E402
 
 FILE_INDEX = 2
 FORMATS = [

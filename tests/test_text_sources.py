@@ -1,5 +1,5 @@
 """Every input format through the whole belt: JSONL (plain, gzip, zstd), Parquet text and a Common Crawl WET
-file, all made by scripts/make_text_inputs.py from ../shared/realhtml's real main texts, with the ledger
+file, all made by testdata/make_text_inputs.py from ../shared/realhtml's real main texts, with the ledger
 holding, the same filter verdicts for the same texts whatever the format, and malformed JSONL lines as
 named rejects."""
 
@@ -15,10 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from testdata import make_text_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import make_text_inputs  # noqa: E402
 
 FORMATS = ["realhtml.jsonl", "realhtml.jsonl.gz", "realhtml.jsonl.zst", "realhtml.parquet", "realhtml.warc.wet.gz"]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import sys
 import zlib
 from pathlib import Path
 
@@ -406,8 +405,7 @@ def test_a_warc_zst_reads_as_its_warc_gz(tmp_path, dictionary):
     middle costs only its own record."""
     from backports import zstd
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from make_bad_inputs import flip, zstd_frame
+    from testdata.make_bad_inputs import flip, zstd_frame
 
     source = realdata() / "dolma__sample-0000.warc.gz"
     records, data = [], source.read_bytes()

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Write crawlbelt's catalogue of bad input, deterministically.
 
-    python scripts/make_bad_inputs.py [OUT_DIR]        (default: tests/fixtures/bad)
+    python -m testdata.make_bad_inputs [OUT_DIR]        (default: tests/fixtures/bad)
 
 Each kind of bad input is one small file, `OUT_DIR/<kind>.<ext>`, and (except for whole-file kinds)
 the bad record sits between two good English pages, so a test can see that the records before and

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Write the same real documents in every text input format crawlbelt reads, deterministically.
 
-    python scripts/make_text_inputs.py OUT_DIR
+    python -m testdata.make_text_inputs OUT_DIR
 
 From ../shared/realhtml/ground_truth.jsonl, the records with a non-empty `main_text`, in file order:
 - realhtml.jsonl, realhtml.jsonl.gz, realhtml.jsonl.zst: one JSON object a line with `id` (the

@@ -1,4 +1,4 @@
-"""Write CRAWL_SAMPLE as a WARC file (default configs/crawl_sample.warc): python scripts/make_crawl_sample.py [PATH]"""
+"""Write CRAWL_SAMPLE as a WARC file (default configs/crawl_sample.warc): python -m testdata.make_crawl_sample [PATH]"""
 
 import sys
 from pathlib import Path

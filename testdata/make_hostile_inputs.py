@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Write a set of hostile text inputs, JSONL and Parquet files as real tools and disks have them, deterministically.
 
-    python scripts/make_hostile_inputs.py OUT_DIR
+    python -m testdata.make_hostile_inputs OUT_DIR
 
 Every record is `{"id": "<file's kind>-<n>", "text": ...}` with a text of its own (no two records are
 duplicates). The files (HOSTILE: kind -> file name, under OUT_DIR):
