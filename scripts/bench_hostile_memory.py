@@ -167,7 +167,7 @@ def measure(path: Path, folder: Path, id_field: str, cap_mb: float, timeout: flo
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    start, peak = time.monotonic(), 0
+    start, peak = time.monotonic(), 0.0
     while child.poll() is None:
         peak = max(peak, rss_mb(child.pid))
         if peak > cap_mb or time.monotonic() - start > timeout:

@@ -94,7 +94,7 @@ class _HeaderBudget:
     ones) would be held whole. While armed (around the parsing of one record's headers), lines are read at
     most to what is left of MAX_HEADER_BYTES and running past it raises HeadersTooLarge."""
 
-    def __init__(self, reader):
+    def __init__(self, reader) -> None:
         self._readline = reader.readline
         self.left: int | None = None  # None: disarmed (a chunked body's size lines are no headers)
         reader.readline = self.readline
