@@ -346,21 +346,42 @@ def _parquet_rows(
         read = sorted({name if name in schema.names else name.split(".")[0] for name in columns.values()})
         # A small row group's strings are read dictionary-encoded, so that a value repeated by many rows (a
         # dictionary page holding one huge value, a few KB on disk) is held once, and each row's size is known from
-        # the dictionary's lengths before any row is decoded. Not a large one's: pyarrow then builds one dictionary
-        # of all the row group's values, about 4 times its size in memory, where plain decoding holds a batch.
+        # the dictionary's lengths before any row is decoded. A large one's only where its dictionary page may hold
+        # a value over the limit: pyarrow builds one dictionary of all the row group's values, about 4 times their
+        # size, for a column that is not dictionary-encoded throughout, where plain decoding holds a batch.
         strings = [name for name in columns.values() if _is_string(column_type(schema, name))]
-        dense = pq.ParquetFile(handle, page_checksum_verification=True)
-        encoded = pq.ParquetFile(
-            handle, metadata=dense.metadata, page_checksum_verification=True, read_dictionary=strings
-        )
+        metadata = pq.ParquetFile(handle).metadata
+        readers: dict[tuple[str, ...], pq.ParquetFile] = {}
         limits = {role: limit if role == "text" else MAX_FIELD_BYTES for role in columns}
+        name_limits = {columns[role]: limits[role] for role in columns}
         offset = 0
-        for group in range(dense.num_row_groups):
-            metadata = dense.metadata.row_group(group)
-            end = offset + metadata.num_rows
-            size = _uncompressed_bytes(metadata, set(read))
-            parquet = encoded if size <= batch_bytes else dense
-            rows = max(1, min(batch_size, int(batch_bytes // max(size / max(1, metadata.num_rows), 1))))
+        for group in range(metadata.num_row_groups):
+            chunks = [metadata.row_group(group).column(i) for i in range(metadata.num_columns)]
+            end = offset + metadata.row_group(group).num_rows
+            size = sum(chunk.total_uncompressed_size for chunk in chunks if chunk.path_in_schema.split(".")[0] in read)
+            pages = {
+                chunk.path_in_schema: _dictionary_page_bytes(handle, chunk)
+                for chunk in chunks
+                if chunk.path_in_schema in strings
+            }
+            largest = max(pages.values(), default=0)
+            if largest > max(batch_bytes, limit):  # decompressed whole by pyarrow before any row is read
+                what = f"row group {group}'s dictionary page of {largest} bytes, over the {max(batch_bytes, limit)}"
+                for lost in range(offset, end):
+                    yield _too_large(path, lost, f"{path} row index {lost}: {what}-byte limit")
+                offset = end
+                continue
+            small = size <= batch_bytes
+            as_dictionary = tuple(name for name in strings if small or pages.get(name, 0) > name_limits[name])
+            if as_dictionary not in readers:
+                readers[as_dictionary] = pq.ParquetFile(
+                    handle, metadata=metadata, page_checksum_verification=True, read_dictionary=list(as_dictionary)
+                )
+            parquet = readers[as_dictionary]
+            # a value decoded plainly may be as large as its column's dictionary page: fewer rows at a time
+            dense_page = max((page for name, page in pages.items() if name not in as_dictionary), default=0)
+            per_row = max(size / max(1, metadata.row_group(group).num_rows), dense_page, 1)
+            rows = max(1, min(batch_size, int(batch_bytes // per_row)))
             try:
                 for batch in parquet.iter_batches(batch_size=rows, row_groups=[group], columns=read):
                     arrays = {role: _column(batch, name) for role, name in columns.items()}
@@ -386,11 +407,31 @@ def _is_string(type_: pa.DataType | None) -> bool:
     return type_ is not None and any(is_type(type_) for is_type in _TEXT_TYPES)
 
 
-def _uncompressed_bytes(metadata: pq.RowGroupMetaData, read: set[str]) -> int:
-    """The bytes of a row group's columns under `read`, uncompressed, as the writer says: rows are read a few at
-    a time so that a batch's pages hold about read.batch_mb."""
-    chunks = (metadata.column(i) for i in range(metadata.num_columns))
-    return sum(chunk.total_uncompressed_size for chunk in chunks if chunk.path_in_schema.split(".")[0] in read)
+def _dictionary_page_bytes(handle: BinaryIO, chunk: pq.ColumnChunkMetaData) -> int:
+    """The uncompressed size a column chunk's dictionary page declares (pyarrow decompresses it whole), 0 if it has
+    none. A page header is Thrift compact: fields 1 (type), 2 (uncompressed_page_size), 3, each an i32 varint."""
+    if not chunk.has_dictionary_page or chunk.dictionary_page_offset is None:
+        return 0
+    handle.seek(chunk.dictionary_page_offset)
+    head = handle.read(32)
+    position, field = 0, 0
+    while position < len(head):
+        byte = head[position]
+        position += 1
+        if byte >> 4 == 0 or byte & 0x0F != 5:  # not a short-form i32 field: not a header as writers write it
+            return 0
+        field += byte >> 4
+        value, shift = 0, 0
+        while position < len(head):
+            byte = head[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        if field == 2:
+            return (value >> 1) ^ -(value & 1)  # zigzag
+    return 0
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:

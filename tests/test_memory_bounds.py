@@ -85,7 +85,8 @@ reasons = {}
 pa.parquet.write_table(pa.table({"text": ["a"]}), sys.argv[1] + ".small")
 list(read_parquet(sys.argv[1] + ".small", 0, "web", 64))  # the imports the reader makes once (pandas)
 tracemalloc.start()
-for table in read_parquet(sys.argv[1], 0, "web", 64, id_field=sys.argv[2] or None):
+limits = dict(zip(["max_payload_bytes", "batch_bytes"], map(int, sys.argv[3:])))
+for table in read_parquet(sys.argv[1], 0, "web", 64, id_field=sys.argv[2] or None, **limits):
     for reason in table["reason"].to_pylist():
         reasons[str(reason)] = reasons.get(str(reason), 0) + 1
 python_peak = tracemalloc.get_traced_memory()[1]
@@ -113,6 +114,36 @@ def test_a_parquet_dictionary_bomb_is_rejected_too_large_without_being_decoded(t
     # 64-row batch
     assert result["arrow_peak"] < 10 * over + 10 * MB, result
     assert result["python_peak"] < 10 * MB, result  # no row's value decoded into a Python string
+
+
+def test_a_dictionary_bomb_in_a_row_group_larger_than_the_batch_budget_is_not_decoded_row_by_row(tmp_path):
+    """Padding in the URL column makes the row group larger than read.batch_mb: its strings are read plainly,
+    but the text column, whose dictionary page may hold a value over the limit, still as a dictionary."""
+    path = tmp_path / "bomb.parquet"
+    rows = 2000
+    indices = pa.array(np.r_[np.zeros(rows, dtype=np.int32), np.ones(3, dtype=np.int32)])
+    texts = pa.DictionaryArray.from_arrays(indices, pa.array(["x" * 3 * MB, GOOD]))
+    urls = [f"http://a.example/{n}/" + "p" * 2000 for n in range(rows + 3)]  # 4 MB, not dictionary-encoded
+    table = pa.table({"text": texts, "url": urls})
+    pq.write_table(
+        table, path, compression="zstd", dictionary_pagesize_limit=1 << 30, store_schema=False, use_dictionary=["text"]
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", PEAK, str(path), "", str(MB), str(4 * MB)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr[-2000:]
+    result = json.loads(found.stdout)
+    assert result["reasons"] == {"read:too_large": rows, "None": 3}
+    assert result["arrow_peak"] < 10 * 3 * MB + 10 * MB, result  # plainly, 64 rows of it: 192 MB
+    assert result["python_peak"] < 10 * MB, result
+
+
+def test_a_parquet_dictionary_page_over_the_budget_rejects_its_row_group_unread(tmp_path):
+    path = tmp_path / "bomb.parquet"
+    dictionary_bomb(path, "text", 40 * MB, 10)  # over read.batch_mb's 32 MB: pyarrow would decompress it whole
+    rows, _ = read_all(read_parquet(str(path), 0, "web", 64))
+    assert [row["reason"] for row in rows] == ["read:too_large"] * 13
+    assert "row group 0's dictionary page of 40000" in rows[0]["detail"]
 
 
 def test_a_parquet_row_over_a_field_limit_names_the_field_and_the_rest_is_read(tmp_path):
