@@ -40,6 +40,17 @@ def parquet_dictionary(path: Path, column: str, value_mb: float, rows: int) -> N
     pq.write_table(pa.table(columns), path, compression="zstd", row_group_size=rows, dictionary_pagesize_limit=1 << 30)
 
 
+def parquet_page(path: Path, value_mb: float) -> None:
+    """One plain value of value_mb MB in a zstd data page, then a row group of three short texts: a few KB."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("text", pa.string())])
+    with pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=False, data_page_size=1 << 31) as out:
+        out.write_table(pa.table({"text": ["x" * int(value_mb * MB)]}, schema=schema))
+        out.write_table(pa.table({"text": ["a short text"] * 3}, schema=schema))
+
+
 def jsonl_near_limit(path: Path, lines: int, line_mb: float) -> None:
     """`lines` lines of line_mb MB each (just under read.max_payload_mb), zstd-compressed: about 100 KB."""
     from backports import zstd
@@ -132,6 +143,7 @@ KINDS = {  # kind: (file name, maker)
     "parquet_dictionary_text": ("dict_text.parquet", lambda p: parquet_dictionary(p, "text", 9, 300)),
     "parquet_dictionary_text_over": ("dict_text_over.parquet", lambda p: parquet_dictionary(p, "text", 30, 100_000)),
     "parquet_dictionary_id": ("dict_id.parquet", lambda p: parquet_dictionary(p, "id", 9, 1_000_000)),
+    "parquet_zstd_page": ("zstd_page.parquet", lambda p: parquet_page(p, 500)),
     "jsonl_zst_near_limit": ("near_limit.jsonl.zst", lambda p: jsonl_near_limit(p, 100, 9.9)),
     "jsonl_big_id": ("big_id.jsonl.gz", lambda p: jsonl_big_id(p, 100, 9.0)),
     "warc_long_uri": ("long_uri.warc.gz", lambda p: warc_long_uri(p, 200)),

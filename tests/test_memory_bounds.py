@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -55,7 +56,7 @@ def test_a_batch_of_near_limit_jsonl_lines_is_bounded_in_bytes(tmp_path):
 def test_a_batch_of_plain_parquet_values_is_decoded_within_the_budget(tmp_path):
     """Large plain-encoded values: rows are decoded a few at a time, as the row group's metadata sizes them."""
     path = tmp_path / "plain.parquet"
-    texts = [f"{n} " + "b" * (MB - 10) for n in range(12)]
+    texts = [f"{n} " + random.Random(n).randbytes(MB // 2 - 10).hex() for n in range(12)]  # pages of 12 MB
     pq.write_table(pa.table({"text": texts}), path, use_dictionary=False, compression="zstd")
     rows, largest = read_all(read_parquet(str(path), 0, "web", 64, max_payload_bytes=MB, batch_bytes=3 * MB))
     assert [row["text"] for row in rows] == texts
@@ -143,7 +144,25 @@ def test_a_parquet_dictionary_page_over_the_budget_rejects_its_row_group_unread(
     dictionary_bomb(path, "text", 40 * MB, 10)  # over read.batch_mb's 32 MB: pyarrow would decompress it whole
     rows, _ = read_all(read_parquet(str(path), 0, "web", 64))
     assert [row["reason"] for row in rows] == ["read:too_large"] * 13
-    assert "row group 0's dictionary page of 40000" in rows[0]["detail"]
+    assert "row group 0 holds a page inflating to 40000" in rows[0]["detail"]
+
+
+def test_a_parquet_data_page_that_inflates_past_the_budget_is_never_decompressed(tmp_path):
+    """A zstd page of 40 MB in a few KB: its row group is read:too_large from the page's header, the next one read."""
+    path = tmp_path / "page.parquet"
+    schema = pa.schema([("text", pa.string())])
+    with pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=False, data_page_size=1 << 30) as out:
+        out.write_table(pa.table({"text": ["x" * 40 * MB, "y"]}, schema=schema))
+        out.write_table(pa.table({"text": [GOOD] * 3}, schema=schema))
+    assert path.stat().st_size < 10_000
+    found = subprocess.run([sys.executable, "-c", PEAK, str(path), ""], cwd=ROOT, capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr[-2000:]
+    result = json.loads(found.stdout)
+    assert result["reasons"] == {"read:too_large": 2, "None": 3}
+    assert result["arrow_peak"] < 10 * MB, result
+    rows, _ = read_all(read_parquet(str(path), 0, "web", 64))
+    assert "row group 0 holds a page inflating to 40000" in rows[1]["detail"]
+    assert [row["text"] for row in rows[2:]] == [GOOD] * 3
 
 
 def test_a_parquet_row_over_a_field_limit_names_the_field_and_the_rest_is_read(tmp_path):
