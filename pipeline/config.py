@@ -170,6 +170,7 @@ class RejectsConfig:
 class ReadConfig:
     batch_size: int = 64  # records per batch out of the reader
     max_payload_mb: float = 10.0
+    batch_mb: float = 32.0  # at most this many MB of record fields per batch (fewer records then; at least one)
 
 
 @dataclass
@@ -733,6 +734,7 @@ RANGES = {
     "ray.resource_wait_s": _AT_LEAST_0,
     "read.batch_size": _POSITIVE_INT,
     "read.max_payload_mb": _ABOVE_0,
+    "read.batch_mb": _ABOVE_0,
     "extract.timeout_s": _ABOVE_0,
     "extract.max_html_mb": _ABOVE_0,
     "language.threshold": _FRACTION,

@@ -137,6 +137,7 @@ class FilterFile:
         self.folder = Path(folder)
         self.batch_size = read.batch_size
         self.max_payload_bytes = int(read.max_payload_mb * 1e6)
+        self.batch_bytes = int(read.batch_mb * 1e6)
         self.storage = storage  # the config's `storage` settings, for s3:// inputs
 
     def _open(self, path: str):
@@ -150,7 +151,14 @@ class FilterFile:
             else {"text_field": source.text_field, "id_field": source.id_field, "url_field": source.url_field}
         )
         return READERS[fmt](
-            path, file_index, source.name, self.batch_size, self.max_payload_bytes, self._open, **options
+            path,
+            file_index,
+            source.name,
+            self.batch_size,
+            self.max_payload_bytes,
+            self._open,
+            self.batch_bytes,
+            **options,
         )
 
     def _filter(

@@ -25,7 +25,15 @@ import pyarrow.parquet as pq
 from backports import zstd
 
 from stages.compressed import DICTIONARY_FRAME, first_bytes, is_zstd_file
-from stages.warc_read import STAGE, document_batches, open_local, stable_id
+from stages.warc_read import (
+    BATCH_BYTES,
+    MAX_FIELD_BYTES,
+    STAGE,
+    document_batches,
+    open_local,
+    oversized_field,
+    stable_id,
+)
 
 _CHUNK = 1 << 20
 _MISSING = object()
@@ -64,6 +72,7 @@ def read_jsonl(
     batch_size: int = 64,
     max_payload_bytes: int = 10_000_000,
     open_file: Callable[[str], BinaryIO] | None = None,
+    batch_bytes: int = BATCH_BYTES,
     *,
     text_field: str = "text",
     id_field: str | None = None,
@@ -72,7 +81,7 @@ def read_jsonl(
     """Yield tables of DOCUMENT_SCHEMA holding every non-blank line of the file exactly once, in order.
     `open_file` opens `path` as a seekable binary file (default: the local file system), e.g. from S3."""
     rows = _jsonl_rows(str(path), max_payload_bytes, open_file or open_local, Fields(text_field, id_field, url_field))
-    yield from document_batches(rows, path, file_index, source, batch_size)
+    yield from document_batches(rows, path, file_index, source, batch_size, batch_bytes)
 
 
 def read_parquet(
@@ -82,6 +91,7 @@ def read_parquet(
     batch_size: int = 64,
     max_payload_bytes: int = 10_000_000,
     open_file: Callable[[str], BinaryIO] | None = None,
+    batch_bytes: int = BATCH_BYTES,
     *,
     text_field: str = "text",
     id_field: str | None = None,
@@ -89,10 +99,9 @@ def read_parquet(
 ) -> Iterator[pa.Table]:
     """Yield tables of DOCUMENT_SCHEMA holding every row of the file exactly once, in order; a file
     without a string text column (or not Parquet at all) is one `read:malformed` row."""
-    rows = _parquet_rows(
-        str(path), batch_size, max_payload_bytes, open_file or open_local, Fields(text_field, id_field, url_field)
-    )
-    yield from document_batches(rows, path, file_index, source, batch_size)
+    fields = Fields(text_field, id_field, url_field)
+    rows = _parquet_rows(str(path), batch_size, batch_bytes, max_payload_bytes, open_file or open_local, fields)
+    yield from document_batches(rows, path, file_index, source, batch_size, batch_bytes)
 
 
 def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
@@ -128,17 +137,6 @@ def column_type(schema: pa.Schema, name: str) -> pa.DataType | None:
             return None
         type_ = type_.field(part).type
     return type_
-
-
-def _column_values(batch: pa.RecordBatch, name: str) -> list:
-    """The values of column `name` (a dotted name: of a struct column's field) in the batch."""
-    if name in batch.schema.names:
-        return batch.column(name).to_pylist()
-    top, *parts = name.split(".")
-    array = batch.column(top)
-    for part in parts:
-        array = pc.struct_field(array, part)
-    return array.to_pylist()
 
 
 FORMAT_NAMES = {"warc": "a WARC file", "jsonl": "JSON lines", "parquet": "a Parquet file", "utf-16": "UTF-16 text"}
@@ -267,6 +265,10 @@ def _jsonl_row(line: _Line, path: str, limit: int, fields: Fields) -> dict | Non
     record_id = None if fields.id is None else _field(record, fields.id)
     record_id = None if record_id is _MISSING else record_id
     url, date = _field(record, fields.url), record.get("date")
+    shown_id = None if record_id is None else str(record_id)  # as _text_row makes it
+    oversized = oversized_field({f'"{fields.id}"': shown_id, f'"{fields.url}"': url, '"date"': date})
+    if oversized is not None:
+        return _too_large(path, line.offset, f"{where}: {oversized}")
     if b"\\ud" in line.data or b"\\uD" in line.data:  # a \uD800-\uDFFF escape: a surrogate, alone no character
         for name, value in ((fields.text, text), (fields.id, record_id), (fields.url, url), ("date", date)):
             problem = _lone_surrogate(value)
@@ -319,7 +321,7 @@ def _field(record: dict, name: str):
 
 
 def _parquet_rows(
-    path: str, batch_size: int, limit: int, open_file: Callable[[str], BinaryIO], fields: Fields
+    path: str, batch_size: int, batch_bytes: int, limit: int, open_file: Callable[[str], BinaryIO], fields: Fields
 ) -> Iterator[dict]:
     try:
         handle = open_file(path)
@@ -328,31 +330,75 @@ def _parquet_rows(
         return
     with handle:
         try:
-            parquet = pq.ParquetFile(handle, page_checksum_verification=True)  # where the writer stored them
+            schema = pq.ParquetFile(handle).schema_arrow
         except Exception as error:  # pyarrow's ArrowInvalid for bytes that are not Parquet, or an OSError
             yield _malformed(path, 0, f"{path}: not a Parquet file ({_describe(error)})")
             return
-        problem = text_column_problem(parquet.schema_arrow, fields.text)
+        problem = text_column_problem(schema, fields.text)
         if problem is not None:
             yield _malformed(path, 0, f"{path}: {problem}")
             return
         # the column each role reads, when the file has it
         wanted = {"text": fields.text, "id": fields.id, "url": fields.url, "date": "date"}
         columns = {
-            role: name
-            for role, name in wanted.items()
-            if name is not None and column_type(parquet.schema_arrow, name) is not None
+            role: name for role, name in wanted.items() if name is not None and column_type(schema, name) is not None
         }
-        read = sorted({name if name in parquet.schema_arrow.names else name.split(".")[0] for name in columns.values()})
+        read = sorted({name if name in schema.names else name.split(".")[0] for name in columns.values()})
+        # A small row group's strings are read dictionary-encoded, so that a value repeated by many rows (a
+        # dictionary page holding one huge value, a few KB on disk) is held once, and each row's size is known from
+        # the dictionary's lengths before any row is decoded. A large one's only where its dictionary page may hold
+        # a value over the limit: pyarrow builds one dictionary of all the row group's values, about 4 times their
+        # size, for a column that is not dictionary-encoded throughout, where plain decoding holds a batch.
+        strings = [name for name in columns.values() if _is_string(column_type(schema, name))]
+        metadata = pq.ParquetFile(handle).metadata
+        readers: dict[tuple[str, ...], pq.ParquetFile] = {}
+        limits = {role: limit if role == "text" else MAX_FIELD_BYTES for role in columns}
+        name_limits = {columns[role]: limits[role] for role in columns}
         offset = 0
-        for group in range(parquet.num_row_groups):
-            end = offset + parquet.metadata.row_group(group).num_rows
+        for group in range(metadata.num_row_groups):
+            chunks = [metadata.row_group(group).column(i) for i in range(metadata.num_columns)]
+            end = offset + metadata.row_group(group).num_rows
+            size = sum(chunk.total_uncompressed_size for chunk in chunks if chunk.path_in_schema.split(".")[0] in read)
+            page_sizes = {
+                chunk.path_in_schema: _page_sizes(handle, chunk)
+                for chunk in chunks
+                if chunk.path_in_schema.split(".")[0] in read
+            }
+            pages = {name: first for name, (first, _) in page_sizes.items() if name in strings}  # dictionary pages
+            largest = max((page for _, page in page_sizes.values()), default=0)
+            if largest > max(batch_bytes, limit):  # decompressed whole by pyarrow before any row is read
+                what = (
+                    f"row group {group} holds a page inflating to {largest} bytes, over the {max(batch_bytes, limit)}"
+                )
+                for lost in range(offset, end):
+                    yield _too_large(path, lost, f"{path} row index {lost}: {what}-byte limit")
+                offset = end
+                continue
+            small = size <= batch_bytes
+            as_dictionary = tuple(name for name in strings if small or pages.get(name, 0) > name_limits[name])
+            if as_dictionary not in readers:
+                readers[as_dictionary] = pq.ParquetFile(
+                    handle, metadata=metadata, page_checksum_verification=True, read_dictionary=list(as_dictionary)
+                )
+            parquet = readers[as_dictionary]
+            # a value decoded plainly may be as large as its column's dictionary page: fewer rows at a time
+            dense_page = max((page for name, page in pages.items() if name not in as_dictionary), default=0)
+            per_row = max(size / max(1, metadata.row_group(group).num_rows), dense_page, 1)
+            rows = max(1, min(batch_size, int(batch_bytes // per_row)))
             try:
-                for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=read):
-                    values = {role: _column_values(batch, name) for role, name in columns.items()}
-                    for i in range(batch.num_rows):
-                        yield _parquet_row(path, offset, limit, fields.text, {role: values[role][i] for role in values})
-                        offset += 1
+                for batch in parquet.iter_batches(batch_size=rows, row_groups=[group], columns=read):
+                    arrays = {role: _column(batch, name) for role, name in columns.items()}
+                    sizes = {role: _sizes(array) for role, array in arrays.items()}
+                    for first, stop in _pieces(sizes, limits, batch_bytes):
+                        values = {
+                            role: _values_within(array[first:stop], sizes[role][first:stop], limits[role])
+                            for role, array in arrays.items()
+                        }
+                        for i in range(stop - first):
+                            row_values = {role: values[role][i] for role in values}
+                            row_sizes = {role: sizes[role][first + i] for role in sizes}
+                            yield _parquet_row(path, offset, limits, fields, row_values, row_sizes)
+                            offset += 1
             except Exception as error:  # a corrupt page: the rest of its row group is lost, not the next ones
                 what = f"unreadable (row group {group}, row indexes {offset} to {end - 1}: {_describe(error)})"
                 for lost in range(offset, end):
@@ -360,19 +406,190 @@ def _parquet_rows(
                 offset = end
 
 
-def _parquet_row(path: str, offset: int, limit: int, text_field: str, values: dict) -> dict:
+def _is_string(type_: pa.DataType | None) -> bool:
+    return type_ is not None and any(is_type(type_) for is_type in _TEXT_TYPES)
+
+
+def _page_sizes(handle: BinaryIO, chunk: pq.ColumnChunkMetaData) -> tuple[int, int]:
+    """(the dictionary page's uncompressed size, the largest of a bomb's: a page over _BOMB_RATIO times its
+    compressed size), as a column chunk's page headers declare them: pyarrow decompresses each page whole at that
+    size before any row can be checked. Where a header cannot be read, what came before it: pyarrow names it."""
+    dictionary = chunk.has_dictionary_page and chunk.dictionary_page_offset is not None
+    position = chunk.dictionary_page_offset if dictionary else chunk.data_page_offset
+    end = position + chunk.total_compressed_size
+    first, bomb = 0, 0
+    while position < end:
+        handle.seek(position)
+        try:
+            try:
+                uncompressed, compressed, length = _page_header(handle.read(1024))
+            except IndexError:  # a header with long statistics
+                handle.seek(position)
+                uncompressed, compressed, length = _page_header(handle.read(1 << 16))
+        except (IndexError, ValueError):
+            break
+        if position == chunk.dictionary_page_offset and dictionary:
+            first = uncompressed
+        if uncompressed > _BOMB_RATIO * compressed:
+            bomb = max(bomb, uncompressed)
+        position += length + compressed
+    return first, bomb
+
+
+# Text compresses 3 to 10 times, and values repeated are dictionary-encoded; a page a thousand times smaller than
+# it inflates to is made to inflate (pyarrow's writer puts about 1,024 values in a page, so a legitimate page of
+# large documents can be 100 MB: its size alone says nothing).
+_BOMB_RATIO = 1000
+
+
+def _page_header(data: bytes) -> tuple[int, int, int]:
+    """(uncompressed_page_size, compressed_page_size, the header's length) of the Thrift compact PageHeader that
+    `data` starts with (fields 2 and 3)."""
+    header = _Thrift(data)
+    sizes: dict[int, int] = {}
+
+    def field(number: int, kind: int) -> None:
+        if number in (2, 3) and kind == 5:
+            sizes[number] = header.zigzag()
+        else:
+            header.skip(kind)
+
+    header.struct(field)
+    if len(sizes) < 2 or min(sizes.values()) < 0:
+        raise ValueError("not a page header")
+    return sizes[2], sizes[3], header.position
+
+
+class _Thrift:
+    """Just enough of Thrift's compact protocol to read a Parquet page header and skip what it does not need.
+    Raises IndexError when the data ends first, ValueError on a type no header holds."""
+
+    def __init__(self, data: bytes):
+        self.data, self.position = data, 0
+
+    def byte(self) -> int:
+        self.position += 1
+        return self.data[self.position - 1]
+
+    def varint(self) -> int:
+        value, shift = 0, 0
+        while True:
+            byte = self.byte()
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    def zigzag(self) -> int:
+        value = self.varint()
+        return (value >> 1) ^ -(value & 1)
+
+    def struct(self, on_field: Callable[[int, int], None]) -> None:
+        number = 0
+        while (head := self.byte()) != 0:
+            number = number + (head >> 4) if head >> 4 else self.zigzag()
+            on_field(number, head & 0x0F)
+
+    def skip(self, kind: int) -> None:
+        if kind in (1, 2):  # a boolean field: its value is its type
+            return
+        if kind == 3:
+            self.position += 1
+        elif kind in (4, 5, 6):
+            self.varint()
+        elif kind == 7:
+            self.position += 8
+        elif kind == 8:
+            length = self.varint()  # read before position is: `+=` would add to the old one
+            self.position += length
+        elif kind in (9, 10):  # list, set
+            head = self.byte()
+            count = self.varint() if head >> 4 == 15 else head >> 4
+            for _ in range(count):
+                self.position += 1 if head & 0x0F in (1, 2) else 0
+                if head & 0x0F not in (1, 2):
+                    self.skip(head & 0x0F)
+        elif kind == 11:  # map
+            count = self.varint()
+            types = self.byte() if count else 0
+            for _ in range(count):
+                self.skip(types >> 4)
+                self.skip(types & 0x0F)
+        elif kind == 12:
+            self.struct(lambda number, kind: self.skip(kind))
+        else:
+            raise ValueError(f"Thrift type {kind}")
+        if self.position > len(self.data):
+            raise IndexError("cut short")
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
+    """Column `name` (a dotted name: a struct column's field) of the batch."""
+    if name in batch.schema.names:
+        return batch.column(name)
+    top, *parts = name.split(".")
+    array = batch.column(top)
+    for part in parts:
+        array = pc.struct_field(array, part)
+    return array
+
+
+def _sizes(array: pa.Array) -> list[int | None]:
+    """Each row's bytes (None for a null), from the dictionary's value lengths for a dictionary-encoded
+    column: no value is decoded. A value of another type (a number, a timestamp) counts 0."""
+    if pa.types.is_dictionary(array.type):
+        if not _is_string(array.type.value_type):
+            return [None if v is None else 0 for v in array.indices.to_pylist()]
+        return pc.binary_length(array.dictionary).take(array.indices).to_pylist()
+    if not _is_string(array.type):
+        return [None if valid is False else 0 for valid in array.is_valid().to_pylist()]
+    return pc.binary_length(array).to_pylist()
+
+
+def _pieces(sizes: dict[str, list[int | None]], limits: dict[str, int], batch_bytes: int) -> Iterator[tuple[int, int]]:
+    """(first, stop) row ranges of a batch whose values within their limits hold at most `batch_bytes` (a range
+    holds at least one row): each range is decoded at once."""
+    first, held = 0, 0
+    count = len(next(iter(sizes.values())))
+    for i in range(count):
+        row = sum(size for role, column in sizes.items() if (size := column[i]) and size <= limits[role])
+        if i > first and held + row > batch_bytes:
+            yield first, i
+            first, held = i, 0
+        held += row
+    if count:
+        yield first, count
+
+
+def _values_within(array: pa.Array, sizes: list[int | None], limit: int) -> list:
+    """The array's values as Python objects, None for those over `limit` bytes (never decoded)."""
+    within = [size is None or size <= limit for size in sizes]
+    kept = array if all(within) else array.filter(pa.array(within))
+    if pa.types.is_dictionary(kept.type):  # only these rows' values (to_pylist would decode all the dictionary)
+        kept = kept.dictionary_decode()
+    values = iter(kept.to_pylist())
+    return [next(values) if keep else None for keep in within]
+
+
+def _parquet_row(path: str, offset: int, limits: dict, fields: Fields, values: dict, sizes: dict) -> dict:
+    where = f"{path} row index {offset}"
     text = values["text"]
+    if sizes["text"] is not None and sizes["text"] > limits["text"]:
+        return _too_large(path, offset, f"{where}: text of {sizes['text']} bytes, over the {limits['text']}-byte limit")
     if text is None:
-        return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is null')
+        return _malformed(path, offset, f'{where}: "{fields.text}" is null')
+    names = {"id": fields.id, "url": fields.url, "date": "date"}
+    for role, name in names.items():
+        if role in sizes and sizes[role] is not None and sizes[role] > limits[role]:
+            return _too_large(
+                path, offset, f'{where}: "{name}" of {sizes[role]} bytes, over the {limits[role]}-byte limit'
+            )
     if isinstance(text, bytes):  # a binary column: Hive, Impala and old Spark write strings so
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as error:
-            where = f"byte 0x{text[error.start]:02x} at byte {error.start + 1}"
-            return _malformed(path, offset, f'{path} row index {offset}: "{text_field}" is not UTF-8 ({where})')
-    size = len(text.encode("utf-8"))
-    if size > limit:
-        return _too_large(path, offset, f"{path} row index {offset}: text of {size} bytes, over the {limit}-byte limit")
+            at = f"byte 0x{text[error.start]:02x} at byte {error.start + 1}"
+            return _malformed(path, offset, f'{where}: "{fields.text}" is not UTF-8 ({at})')
     record_id, url = (
         v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in (values.get("id"), values.get("url"))
     )

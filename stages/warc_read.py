@@ -55,6 +55,7 @@ STAGE = "read"
 DOCUMENT_TYPES = ("response", "resource", "conversion")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 ORDER_STRIDE = 2**40  # offsets stay below 1 TiB, so file_index * 2**40 + offset is a total order
+BATCH_BYTES = 32_000_000  # read.batch_mb's default
 
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 # A record boundary in an uncompressed file: a WARC version line (anywhere: a truncated record's last
@@ -65,6 +66,11 @@ _RECORD_START = re.compile(rb"WARC/1\.\d\r?\n|(?m:^)[A-Za-z][A-Za-z0-9+.-]*:\S* 
 _SEARCH_CHUNK = 1 << 20
 _SNIFF_BYTES = 1024
 _MAX_DETAIL = 600
+# A record's id, URL and date, in every format, are at most this many bytes (a URL past 64 KiB is no page a
+# browser opens); a record's WARC and HTTP header lines together at most MAX_HEADER_BYTES. Both bound what a
+# record holds besides its payload (read.max_payload_mb), so that a batch's bytes (read.batch_mb) bound a worker.
+MAX_FIELD_BYTES = 1 << 16
+MAX_HEADER_BYTES = 1 << 20
 
 
 # warcio warnings that describe a problem it repaired, not a broken record.
@@ -77,6 +83,37 @@ class _Iterator(ArchiveIterator):
 
     def _raise_invalid_gzip_err(self):
         pass
+
+
+class HeadersTooLarge(Exception):
+    """A record's header lines run past MAX_HEADER_BYTES."""
+
+
+class _HeaderBudget:
+    """warcio reads header lines with an unbounded readline, so one line of gigabytes (or millions of short
+    ones) would be held whole. While armed (around the parsing of one record's headers), lines are read at
+    most to what is left of MAX_HEADER_BYTES and running past it raises HeadersTooLarge."""
+
+    def __init__(self, reader) -> None:
+        self._readline = reader.readline
+        self.left: int | None = None  # None: disarmed (a chunked body's size lines are no headers)
+        reader.readline = self.readline
+
+    def arm(self) -> None:
+        self.left = MAX_HEADER_BYTES
+
+    def disarm(self) -> None:
+        self.left = None
+
+    def readline(self, length=None):
+        if self.left is None:
+            return self._readline(length)
+        cap = self.left + 1
+        line = self._readline(cap if length is None else min(length, cap))
+        self.left -= len(line)
+        if self.left < 0:
+            raise HeadersTooLarge(f"header lines over {MAX_HEADER_BYTES} bytes")
+        return line
 
 
 class _StableIdArcParser(ARC2WARCHeadersParser):
@@ -101,27 +138,53 @@ def read_warc(
     batch_size: int = 64,
     max_payload_bytes: int = 10_000_000,
     open_file: Callable[[str], BinaryIO] | None = None,
+    batch_bytes: int = BATCH_BYTES,
 ) -> Iterator[pa.Table]:
     """Yield tables of DOCUMENT_SCHEMA holding every record of the file exactly once, in file order.
     `open_file` opens `path` as a seekable binary file (default: the local file system), e.g. from S3."""
     yield from document_batches(
-        _rows(str(path), max_payload_bytes, open_file or open_local), path, file_index, source, batch_size
+        _rows(str(path), max_payload_bytes, open_file or open_local), path, file_index, source, batch_size, batch_bytes
     )
 
 
 def document_batches(
-    rows: Iterable[dict], path: str, file_index: int, source: str, batch_size: int
+    rows: Iterable[dict], path: str, file_index: int, source: str, batch_size: int, batch_bytes: int = BATCH_BYTES
 ) -> Iterator[pa.Table]:
-    """Tables of DOCUMENT_SCHEMA from one file's rows (each with its `offset`), adding order, source and file."""
+    """Tables of DOCUMENT_SCHEMA from one file's rows (each with its `offset`), adding order, source and file:
+    `batch_size` rows, fewer where they would hold more than `batch_bytes` (a batch holds at least one row)."""
     batch: list[dict] = []
+    size = 0
     for row in rows:
         row.update(order=file_index * ORDER_STRIDE + row["offset"], source=source, file=str(path))
+        row_size = row_bytes(row)
+        if batch and size + row_size > batch_bytes:
+            yield _table(batch)
+            batch, size = [], 0
         batch.append(row)
+        size += row_size
         if len(batch) >= batch_size:
             yield _table(batch)
-            batch = []
+            batch, size = [], 0
     if batch:
         yield _table(batch)
+
+
+def row_bytes(row: dict) -> int:
+    """The bytes of a row's values, as Arrow holds them (UTF-8 for strings)."""
+    return sum(value_bytes(value) for value in row.values() if isinstance(value, str | bytes))
+
+
+def value_bytes(value: str | bytes) -> int:
+    # an ASCII str is as long in UTF-8 (isascii is a flag, no scan); others are encoded to count
+    return len(value) if isinstance(value, bytes) or value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+
+
+def oversized_field(fields: dict) -> str | None:
+    """What is too large among a record's id, URL and date (name: value), or None."""
+    for name, value in fields.items():
+        if isinstance(value, str | bytes) and (size := value_bytes(value)) > MAX_FIELD_BYTES:
+            return f"{name} of {size} bytes, over the {MAX_FIELD_BYTES}-byte limit"
+    return None
 
 
 def _table(rows: list[dict]) -> pa.Table:
@@ -129,11 +192,11 @@ def _table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=DOCUMENT_SCHEMA)
 
 
-def _malformed(path: str, offset: int, what: str) -> dict:
+def _malformed(path: str, offset: int, what: str, reason: str = "read:malformed") -> dict:
     detail = f"{path} at offset {offset}: {what}"
     if len(detail) > _MAX_DETAIL:
         detail = detail[: _MAX_DETAIL - 3] + "..."
-    return dict(id=stable_id(path, offset), offset=offset, stage=STAGE, reason="read:malformed", detail=detail)
+    return dict(id=stable_id(path, offset), offset=offset, stage=STAGE, reason=reason, detail=detail)
 
 
 def _describe(error: BaseException, stderr: str = "") -> str:
@@ -168,6 +231,7 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
             frames = ZstdFrames(handle, start, dictionary) if kind == "zstd" else None
             iterator = _Iterator(frames or handle, arc2warc=True)
             iterator.loader.arc_parser = _StableIdArcParser()
+            headers = _HeaderBudget(iterator.reader)
             file_offset = frames.frame_offset if frames else int  # a decompressed position's place in the file
             fresh = True
             bad_offset = None
@@ -176,12 +240,16 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                 # Redirecting stderr is process-wide, so it is held only around warcio calls, never across a yield.
                 with contextlib.redirect_stderr(io.StringIO()) as stderr:
                     try:
+                        headers.arm()
                         if fresh:
                             _skip_leading_blank_lines(iterator)
                             fresh = False
                         record = next(iterator)
                     except StopIteration:
                         break
+                    except HeadersTooLarge as error:  # not held whole: named, and reading resumes after it
+                        bad_offset = _next_offset(file_offset(iterator.offset), last_offset)
+                        row = _malformed(path, bad_offset, str(error), "read:too_large")
                     except Exception as error:  # anything warcio raises on a bad record
                         found = file_offset(iterator.offset)
                         if not frames and found > 0 and _zeros_to_end(handle, found):
@@ -193,6 +261,7 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                             what = f"(in the same {member} as the record at offset {last_offset}) {what}"
                         row = _malformed(path, bad_offset, what)
                     else:
+                        headers.disarm()
                         found = file_offset(iterator.offset)
                         offset = _next_offset(found, last_offset)
                         row = {}
@@ -301,6 +370,9 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
         date=headers.get_header("WARC-Date"),
         record_type=record.rec_type,
     )
+    oversized = oversized_field({"WARC-Record-ID": record_id, "WARC-Target-URI": row["url"], "WARC-Date": row["date"]})
+    if oversized is not None:  # not carried on: the row names it by file and offset
+        row.update(id=stable_id(path, offset), url=None, date=None)
     mime, charset = _content_type(record)
     row.update(content_type=mime, http_charset=charset)
 
@@ -325,7 +397,9 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
     if problem is None and record.rec_type in DOCUMENT_TYPES:
         status = http.get_statuscode() if (http is not None and record.rec_type == "response") else None
         is_text = record.rec_type == "conversion" and mime == "text/plain"  # a WET record: text, no HTML
-        if status is not None and not status.startswith("2"):
+        if oversized is not None:
+            row.update(stage=STAGE, reason="read:too_large", detail=oversized)
+        elif status is not None and not status.startswith("2"):
             row.update(stage=STAGE, reason="read:http_status", detail=f"HTTP status {status}")
         elif encoding not in ("", "identity", *ENCODINGS):
             row.update(
