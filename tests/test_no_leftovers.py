@@ -135,8 +135,8 @@ def alive(processes: dict[int, int]) -> dict[int, str]:
 def wait_for(condition, timeout_s: float, process: subprocess.Popen, stderr: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
-        assert process.poll() is None, stderr.read_text()[-3000:]
-        assert time.monotonic() < deadline, stderr.read_text()[-3000:]
+        assert process.poll() is None, f"the run ended first ({process.returncode}): {stderr.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"not within {timeout_s:g} s: {stderr.read_text()[-3000:]}"
         time.sleep(0.1)
 
 
@@ -162,12 +162,12 @@ def kill_all(processes: dict[int, int]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 @pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
-def test_a_run_stuck_in_c_code_leaves_no_process_once_stopped(tmp_path, engine, sent):
+def test_a_run_stuck_in_c_code_leaves_no_process_once_stopped(tmp_path, engine, sent) -> None:
     process, token = start_run(tmp_path, engine, "Stuck")
     marks = tmp_path / "marks"
     processes: dict[int, int] = {}
     try:
-        wait_for(lambda: (marks / "helper").exists() and any(marks.glob("worker-*")), 240, process, tmp_path / "stderr")
+        wait_for(lambda: (marks / "helper").exists() and any(marks.glob("worker-*")), 420, process, tmp_path / "stderr")
         time.sleep(1)  # the worker is in its loop
         processes = run_processes(process.pid, token)
         stuck = [int(path.name.split("-")[1]) for path in marks.glob("worker-*")]
@@ -190,11 +190,11 @@ def test_a_run_stuck_in_c_code_leaves_no_process_once_stopped(tmp_path, engine, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
-def test_a_run_that_ends_normally_leaves_no_process_not_even_a_stages_helper(tmp_path, engine):
+def test_a_run_that_ends_normally_leaves_no_process_not_even_a_stages_helper(tmp_path, engine) -> None:
     process, token = start_run(tmp_path, engine, "Spawns")
     processes: dict[int, int] = {}
     try:
-        wait_for(lambda: any((tmp_path / "marks").glob("helper-*")), 240, process, tmp_path / "stderr")
+        wait_for(lambda: any((tmp_path / "marks").glob("helper-*")), 420, process, tmp_path / "stderr")
         processes = run_processes(process.pid, token)
         code = process.wait(timeout=300)
         assert code == 0, (tmp_path / "stderr").read_text()[-3000:]
