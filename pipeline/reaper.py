@@ -17,6 +17,7 @@ children nor marked: they are left alone.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import select
@@ -75,7 +76,7 @@ def run_processes(token: str, driver: int | None, seen: dict[int, int]) -> dict[
     another process), those carrying the token, and the descendants of these and of the driver. Never the
     driver or this process."""
     table = processes()
-    found = {pid for pid, (_, started) in table.items() if seen.get(pid) == started or carries(pid, token)}
+    found = {pid for pid, (_, started) in table.items() if seen.get(pid) == started or carries(pid, started, token)}
     roots = found | ({driver} if driver is not None else set())
     while children := {pid for pid, (parent, _) in table.items() if parent in roots} - roots:
         roots |= children
@@ -102,7 +103,10 @@ def process_stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0], int(fields[1]), int(fields[19])
 
 
-def carries(pid: int, token: str) -> bool:
+@functools.lru_cache(maxsize=1 << 16)
+def carries(pid: int, started: int, token: str) -> bool:
+    """Whether the process's environment carries the token: read once per process (PID and start time), as
+    an environment gets the token only from the process it was started from."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as environ:
             return f"\0{MARK}={token}\0".encode() in b"\0" + environ.read() + b"\0"
