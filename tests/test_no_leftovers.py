@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from helpers import ROOT, needs_spark
+from ray_cluster import LocalCluster, cluster_env
 from test_user_stages import PYTHON, base_config, write_jsonl
 
 STAGES = """
@@ -63,23 +64,37 @@ class Spawns:
 LEFT_WITHIN_S = 30
 
 
-def start_run(tmp_path: Path, engine: str, stage: str, code: Path = ROOT) -> tuple[subprocess.Popen, str]:
+def start_run(
+    tmp_path: Path,
+    engine: str,
+    stage: str | None,
+    code: Path = ROOT,
+    settings: tuple[str, ...] = (),
+    env: dict | None = None,
+) -> tuple[subprocess.Popen, str]:
     """`python -m pipeline run` (of the crawlbelt in `code`) on two JSONL files through the stage `stage` of
-    STAGES, as a terminal starts it (a process group of its own, SIGINT's default action); its environment
-    carries a token of the test's."""
+    STAGES (or none), as a terminal starts it (a process group of its own, SIGINT's default action); its environment
+    (`env`, default this process's) carries a token of the test's."""
     (tmp_path / "stages_here.py").write_text(STAGES)
     (tmp_path / "marks").mkdir()
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     for f in range(2):
         write_jsonl(inputs / f"part-{f}.jsonl", f * 5, 5)
-    raw = base_config([str(inputs)], tmp_path / "out", stages=["language", {"use": f"stages_here:{stage}"}])
+    stages = ["language", *([{"use": f"stages_here:{stage}"}] if stage else [])]
+    raw = base_config([str(inputs)], tmp_path / "out", stages=stages)
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(raw))
     token = uuid.uuid4().hex
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "MARKS": str(tmp_path / "marks"), "LEFTOVER_PROBE": token}
+    env = {
+        **(env or os.environ),
+        "PYTHONPATH": str(tmp_path),
+        "MARKS": str(tmp_path / "marks"),
+        "LEFTOVER_PROBE": token,
+    }
+    sets = [arg for setting in (f"engine={engine}", *settings) for arg in ("--set", setting)]
     process = subprocess.Popen(
-        [PYTHON, "-m", "pipeline", "run", str(config), "--set", f"engine={engine}"],
+        [PYTHON, "-m", "pipeline", "run", str(config), *sets],
         cwd=code,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -203,3 +218,32 @@ def test_a_run_that_ends_normally_leaves_no_process_not_even_a_stages_helper(tmp
     finally:
         process.kill()
         kill_all(processes)
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_a_run_that_joined_a_ray_cluster_leaves_the_cluster_running(tmp_path) -> None:
+    cluster = LocalCluster(head_cpus=2, worker_cpus=None).start()
+    process = None
+    try:
+        assert cluster.head is not None
+        # `ray start` and the head's daemons (gcs, raylet, dashboard, monitors); not its workers, which Ray
+        # itself starts and ends
+        daemons = {
+            pid: started
+            for pid, started in run_processes(cluster.head.pid, "not a run's").items()
+            if not alive({pid: started}).get(pid, "ray::").startswith("ray::")
+        }
+        assert len(daemons) >= 3, daemons
+        process, token = start_run(
+            tmp_path, "ray", None, settings=(f"ray.address={cluster.gcs_address}",), env=cluster_env()
+        )
+        assert process.wait(timeout=300) == 0, (tmp_path / "stderr").read_text()[-3000:]
+        assert "joined the cluster at" in (tmp_path / "stderr").read_text()
+        run = {pid: started for pid, started in run_processes(process.pid, token).items() if pid not in daemons}
+        assert not left_after(run, LEFT_WITHIN_S)  # the run's watchdog has swept and ended
+        assert alive(daemons).keys() == daemons.keys(), "a process of the cluster ended with the run"
+    finally:
+        if process is not None:
+            process.kill()
+        cluster.stop()
