@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from pipeline import redact
+from pipeline import reaper, redact
 from pipeline.config import ConfigError, load_config
 from pipeline.train.plan import parse_count
 
@@ -195,6 +195,7 @@ def command(argv=None) -> int:
     logging.captureWarnings(True)  # Python's warnings as log lines: on the console and in run.log
     from pipeline import belt  # imports Ray: only once the config is known to be good
 
+    reaper.start()  # before the engine: every process the run starts ends with it (pipeline/reaper.py)
     started = time.perf_counter()
     try:
         manifest = belt.run(config, kind=args.command)
