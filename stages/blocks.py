@@ -7,7 +7,7 @@ resiliparse still does all its work in C++ and hands back its lines with their l
 (`<p>`, `<h1>`, `<li>`), which is enough to tell most boilerplate from text: the link density, the
 length, the punctuation, the neighbours. A two-layer network per block (a second pass sees the first
 pass's scores of the neighbours, since main text comes in runs) decides; its weights are
-`data/extract_blocks.json`, written by scripts/train_extractor.py (numpy only, deterministic).
+`data/extract_blocks.json`, written by benchmarks/train_extractor.py (numpy only, deterministic).
 
 Everything here is numpy and the standard library; the model is a few kilobytes.
 """
@@ -229,7 +229,7 @@ class BlockModel:
     @classmethod
     def from_json(cls, data: dict) -> BlockModel:
         if data["features"] != list(FEATURES):
-            raise ValueError("the block model was trained on other features; rerun scripts/train_extractor.py")
+            raise ValueError("the block model was trained on other features; rerun benchmarks/train_extractor.py")
         return cls(Network(**data["first"]), Network(**data["second"]), float(data["threshold"]))
 
 

@@ -17,7 +17,7 @@ Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed an
   benchmark at resiliparse's speed;
 - `resiliparse-blocks`: resiliparse's main content (without alt texts), then each of its blocks kept or
   dropped by a small learned classifier (stages/blocks.py; weights in stages/data/extract_blocks.json,
-  trained by scripts/train_extractor.py): on the benchmark a higher mean F1 than trafilatura (scored on
+  trained by benchmarks/train_extractor.py): on the benchmark a higher mean F1 than trafilatura (scored on
   datasets it was not trained on) at about 11 times its speed, but a lower snippet accuracy;
 - `trafilatura+resiliparse`: trafilatura, and resiliparse for the pages where trafilatura finds nothing.
 """
@@ -361,7 +361,7 @@ class Extract:
 
     def extract_decoded(self, html: str) -> tuple[str | None, str | None, str | None]:
         """(text, reject reason, detail) for one decoded page, under the time limit: everything the stage
-        does after decoding (scripts/bench_extract.py times this), in this process: the time limit holds in
+        does after decoding (benchmarks/bench_extract.py times this), in this process: the time limit holds in
         Python code on the main thread only (the stage itself extracts in a child). Call `load` once first."""
         complex_because = too_complex(html)
         if complex_because is not None:

@@ -2,7 +2,7 @@
 
 A modifier stage: it changes the `text` of alive rows and rejects nothing; `pii_replacements` counts the
 placeholders it put into each document. Every finder returns character spans, so the stage, its tests and
-scripts/bench_pii.py score the same thing. What is masked and what is not (docs/design.md, "PII masking"):
+benchmarks/bench_pii.py score the same thing. What is masked and what is not (docs/design.md, "PII masking"):
 
 - e-mail: a dot-atom local part (letters of any script, digits, `_ % + -`, single dots inside), `@`, a
   domain of dot-separated labels ending in a letters-only top-level domain (or `xn--` punycode); a trailing

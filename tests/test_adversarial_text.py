@@ -3,7 +3,7 @@
 word splitter peeled one bracket at a time off a copy of the rest; the IPv6 pattern looked along a whole run
 of colons from every colon). Each rule runs in a forked child that must finish within a deadline hundreds of
 times what the rule needs now, so the test cannot fail for a slow machine, only for a quadratic rule;
-scripts/bench_adversarial.py measures the times."""
+benchmarks/bench_adversarial.py measures the times."""
 
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ from warcio.warcwriter import WARCWriter
 from helpers import CRAWL_SAMPLE, ROOT, SHARED, SPARK_SETTINGS, assert_complete, cli, needs_spark
 from stages.extract import MAX_ATTRIBUTES, MAX_DEPTH, METHODS, max_attributes, max_depth, too_complex
 
-# Each page of the bench's set (scripts/bench_hostile_extract.py), built the same way.
-sys.path.insert(0, str(ROOT / "scripts"))
+# Each page of the bench's set (benchmarks/bench_hostile_extract.py), built the same way.
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_hostile_extract import PAGES, busy_in_c  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def good_page(i: int) -> str:
 # timeout_s=argv[2]), in a thread when THREAD is set, and prints each row's reason, detail and text start.
 RUN_STAGE = """
 import json, os, sys, threading
-sys.path[:0] = [os.path.join({root!r}, "tests"), os.path.join({root!r}, "scripts")]
+sys.path[:0] = [os.path.join({root!r}, "tests"), os.path.join({root!r}, "benchmarks")]
 from bench_hostile_extract import PAGES
 from test_extract import docs
 from test_extract_bound import good_page
@@ -230,7 +230,7 @@ def test_the_belt_rejects_hostile_pages_and_keeps_the_others(tmp_path, settings)
 # Kills the extraction child a second into a batch, while it parses busy_in_c (10 to 20 s in C).
 CRASH = """
 import os, signal, sys, threading
-sys.path[:0] = ["tests", "scripts"]
+sys.path[:0] = ["tests", "benchmarks"]
 from bench_hostile_extract import busy_in_c
 from test_extract import docs
 from test_extract_bound import good_page

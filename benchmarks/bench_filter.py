@@ -1,10 +1,10 @@
 """Filter-pass benchmark: crawlbelt's per-document stages against datatrove's equivalent chain, one core each.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py       # ours with each extractor, then datatrove, the ratios
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --no-datatrove     # ours only
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --methods resiliparse   # the fast path only
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --repeat 10 --no-datatrove   # memory at 10x input
-    PYTHONPATH=. .venv/bin/python scripts/bench_filter.py --datatrove-language   # and datatrove with language ID
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py       # ours with each extractor, then datatrove, the ratios
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --no-datatrove     # ours only
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --methods resiliparse   # the fast path only
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --repeat 10 --no-datatrove   # memory at 10x input
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --datatrove-language   # and datatrove with language ID
 
 Ours runs once per extract.method in --methods (default: trafilatura, the default, and resiliparse, the fast
 path), with the config's other settings and --set's; then datatrove once, and each path's ratio to it.

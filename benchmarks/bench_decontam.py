@@ -2,9 +2,9 @@
 into real pages, the stage's throughput with a 100k-item index, and the n-gram index as a sorted hash array
 against a Bloom filter.
 
-    .venv/bin/python scripts/bench_decontam.py quality      # planted contamination: recall per kind, precision
-    .venv/bin/python scripts/bench_decontam.py throughput   # documents per CPU-second, 100k items, against quality
-    .venv/bin/python scripts/bench_decontam.py index        # sorted array vs Bloom filter; index size by items
+    .venv/bin/python benchmarks/bench_decontam.py quality      # planted contamination: recall per kind, precision
+    .venv/bin/python benchmarks/bench_decontam.py throughput   # documents per CPU-second, 100k items, against quality
+    .venv/bin/python benchmarks/bench_decontam.py index        # sorted array vs Bloom filter; index size by items
 
 The planted set comes from ../shared/realhtml/ground_truth.jsonl (the `main_text` of real pages, those of at
 least 100 words, each text once): eval items are passages of 20 to 80 words of some pages (the sources), and

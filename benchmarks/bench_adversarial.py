@@ -1,6 +1,6 @@
 """Every text rule of the stages on text made to break backtracking, against the same rule on normal text.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_adversarial.py [--size 1000000] [--limit 60]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_adversarial.py [--size 1000000] [--limit 60]
 
 Each rule runs on SIZE characters of each pattern (runs of `:`, digits with separators, `(`, `'`, `@`, long
 hosts, ...) and of normal prose, in a forked child killed after --limit seconds. It prints seconds per rule

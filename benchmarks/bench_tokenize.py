@@ -1,6 +1,6 @@
 """Benchmark: tokenize, pack and write, in tokens per CPU-second, end to end on curated real text.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_tokenize.py [--copies 8] [--cpus 2] [--engine auto|tokenizers]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_tokenize.py [--copies 8] [--cpus 2] [--engine auto|tokenizers]
 
 The curated text is the docs/ of a belt run over ../shared/realhtml/warc/ (made once, kept in
 out/bench/realhtml). Its parts are copied `--copies` times into a curated-Parquet source, so every copy is

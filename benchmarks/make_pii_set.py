@@ -2,15 +2,15 @@
 e-mail addresses, IPv4 and IPv6 addresses and phone numbers planted in them, look-alikes that must stay text
 planted beside them, and the PII the pages already hold.
 
-    python scripts/make_pii_set.py [--out out/pii_set.jsonl] [--seed 15]      # the tuning set
-    python scripts/make_pii_set.py --held-out   # out/pii_held_out.jsonl, seed 1515: the first held-out set
-    python scripts/make_pii_set.py --held-out 2   # out/pii_held_out_2.jsonl, seed 2026: the second
-    python scripts/make_pii_set.py --held-out 3   # out/pii_held_out_3.jsonl, seed 3003: the third, for IPv4
-    python scripts/make_pii_set.py --candidates     # the natural candidates, for hand-checking
+    python benchmarks/make_pii_set.py [--out out/pii_set.jsonl] [--seed 15]      # the tuning set
+    python benchmarks/make_pii_set.py --held-out   # out/pii_held_out.jsonl, seed 1515: the first held-out set
+    python benchmarks/make_pii_set.py --held-out 2   # out/pii_held_out_2.jsonl, seed 2026: the second
+    python benchmarks/make_pii_set.py --held-out 3   # out/pii_held_out_3.jsonl, seed 3003: the third, for IPv4
+    python benchmarks/make_pii_set.py --candidates     # the natural candidates, for hand-checking
 
 Planting: each page gets 0 to 4 planted items and 0 to 4 look-alikes, each in a short sentence appended to a
 random paragraph (after its last character, so no natural item is split). Every item's exact character span
-in the final text is recorded. Items come from the generators of scripts/pii_set_tuning.py: e-mail addresses of several shapes
+in the final text is recorded. Items come from the generators of benchmarks/pii_set_tuning.py: e-mail addresses of several shapes
 (sub-domains, `+tags`, non-ASCII local parts and domains, two-part TLDs, at the end of a sentence, in
 brackets, after `mailto:`), public IPv4 and IPv6 addresses (compressed and full, with ports, in URLs and
 brackets), private and reserved addresses (labelled `private`: masked only with `pii.mask_private_ips`), and
@@ -28,7 +28,7 @@ The tuning set (the default): the rules for small dotted numbers, hyphenated nat
 words were written after it showed their look-alikes. Its formats and look-alikes named `held-out` were
 written later, scored once, and have been tuned on since: they are part of the tuning set now.
 
-The first held-out set (`--held-out`, HELD_OUT_* in scripts/pii_set_held_out.py): written after the rules were tuned on the tuning set
+The first held-out set (`--held-out`, HELD_OUT_* in benchmarks/pii_set_held_out.py): written after the rules were tuned on the tuning set
 and committed before any rule was changed again; scored, then tuned on (it is tuning data since the second
 held-out set was written). Its own seed, PII shapes (e-mail addresses with
 +tags, sub-domains, capitals; IPs in URLs, log lines, CSV rows, `ssh root@IP`; phone formats of 14 other
@@ -48,7 +48,7 @@ sentence, `reached 81.2.69.160.Then`); look-alikes of the first one's families w
 (versions after other products and with other suffixes, `Art.`/`Sec.`/`Rule`/`Annex`/`item` numbers, German
 identifiers ending in `-Nr.` or `nummer`, dotted dates and runs, `anna at smith dot com`).
 
-The third held-out set (`--held-out 3`, THIRD_HELD_OUT_* in scripts/pii_set_third.py): written once both earlier held-out sets had
+The third held-out set (`--held-out 3`, THIRD_HELD_OUT_* in benchmarks/pii_set_third.py): written once both earlier held-out sets had
 been tuned on, before any rule was changed for it, by someone who had not read the rules (nor the stage's
 code, its design notes or its benchmark section) and without running the stage on it; for an honest IPv4
 score. Almost half its planted items are IPv4 addresses (a fifth of them private), in 20 contexts of their own
@@ -64,7 +64,7 @@ router firmware, address patterns (`192.168.1.xxx`) and invalid addresses. Its e
 are the second set's.
 
 Natural items: candidates of each kind found in the unmodified texts with broad patterns (NATURAL below) and
-labelled by hand in scripts/pii_natural_labels.json: every e-mail and IP candidate (174), and the phone
+labelled by hand in benchmarks/pii_natural_labels.json: every e-mail and IP candidate (174), and the phone
 candidates of PHONE_SAMPLE_PAGES seeded pages (381); the other pages' phone candidates are `ignore` regions,
 where a mask counts neither way. Each candidate was read in its context beside the stage's masks; the label
 is what the reading found (the stage's span where they agreed: on all phone candidates, and on all e-mail
@@ -102,7 +102,7 @@ from pii_set_third import THIRD_HELD_OUT_LOOKALIKES, THIRD_HELD_OUT_MIX, THIRD_H
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUND_TRUTH = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
-LABELS = ROOT / "scripts" / "pii_natural_labels.json"
+LABELS = ROOT / "benchmarks" / "pii_natural_labels.json"
 
 # Broad patterns for the natural candidates: wider than the stage's, so that hand-checking sees its misses.
 NATURAL = {

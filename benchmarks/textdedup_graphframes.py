@@ -1,5 +1,5 @@
 """Stand-in for the `graphframes` package, installed as `graphframes` in the text-dedup benchmark's venv
-(scripts/bench_spark.py): text-dedup 0.4.0's minhash_spark.py calls `GraphFrame(vertices, edges)
+(benchmarks/bench_spark.py): text-dedup 0.4.0's minhash_spark.py calls `GraphFrame(vertices, edges)
 .connectedComponents()`, whose work GraphFrames does in a JVM jar served only from Maven repositories, which
 this machine cannot reach (PyPI's graphframes packages carry the Python side alone).
 

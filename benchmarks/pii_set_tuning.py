@@ -1,4 +1,4 @@
-"""The tuning set's generators (scripts/make_pii_set.py): e-mail addresses, IPv4 and IPv6 addresses, phone numbers in
+"""The tuning set's generators (benchmarks/make_pii_set.py): e-mail addresses, IPv4 and IPv6 addresses, phone numbers in
 50 formats, their contexts, and the look-alikes that must stay text."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peak memory of the reader on small hostile files, one of each kind, against the bound docs/design.md states.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_hostile_memory.py [--cap-mb 3000] [--only KIND ...]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_hostile_memory.py [--cap-mb 3000] [--only KIND ...]
 
 Each file is made here (a few KB to a few hundred KB on disk) and read in a fresh process through the filter
 pass's reader (`pipeline.filtering.FilterFile._records`, the config's `read` defaults), every batch turned into

@@ -1,7 +1,7 @@
 """Read speed of the WARC reader (stages/warc_read.py) by HTTP Content-Encoding and by file compression,
 and of the libraries that could do the decompressing. Records per CPU-second, one process, one core.
 
-    python scripts/bench_read.py [--pages DIR] [--repeat N]
+    python benchmarks/bench_read.py [--pages DIR] [--repeat N]
 
 Pages: the HTML payloads of DIR/warc/*.warc.gz (default ../shared/realhtml: 1,484 real pages), read
 once with the reader; each becomes one WARC response record. From them, written here in memory:

@@ -1,6 +1,6 @@
 """What a run stuck in C code leaves behind once stopped, and what the watchdog that ends it costs.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_leftovers.py [--code DIR] [--engines ray spark] [--limit 60]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_leftovers.py [--code DIR] [--engines ray spark] [--limit 60]
 
 For each engine and each of SIGINT and SIGTERM (to the run's process group, as a terminal or `timeout` sends
 them) and SIGKILL (to the driver alone), it starts `python -m pipeline run` of the crawlbelt in --code (default:

@@ -1,6 +1,6 @@
 """Language ID on a prefix of the text: accuracy against the realhtml language labels, and CPU per document.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_langid.py [--methods resiliparse,trafilatura] [--cache DIR]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_langid.py [--methods resiliparse,trafilatura] [--cache DIR]
 
 Texts: every page of ../shared/realhtml/warc/*.warc.gz through our reader and the extract stage (each method
 given), as the belt makes them; the label is the ground truth's `lang` (pages without one are left out of

@@ -1,7 +1,7 @@
-"""The `pii` stage scored on the labelled set of scripts/make_pii_set.py, and its speed against datatrove's
+"""The `pii` stage scored on the labelled set of benchmarks/make_pii_set.py, and its speed against datatrove's
 PIIFormatter.
 
-    python scripts/make_pii_set.py && python scripts/bench_pii.py [--set out/pii_set.jsonl] [--datatrove PYTHON]
+    python benchmarks/make_pii_set.py && python benchmarks/bench_pii.py [--set out/pii_set.jsonl] [--datatrove PYTHON]
 
 Scores, span level, per kind (email, ipv4, ipv6, phone), with the stage's default settings and again with
 `mask_private_ips: true`:
@@ -170,7 +170,7 @@ def main() -> int:
     parser.add_argument("--show-errors", action="store_true", help="print the default settings' errors")
     args = parser.parse_args()
     if not args.set.is_file() or not GROUND_TRUTH.is_file():
-        print(f"missing {args.set} (python scripts/make_pii_set.py) or {GROUND_TRUTH}", file=sys.stderr)
+        print(f"missing {args.set} (python benchmarks/make_pii_set.py) or {GROUND_TRUTH}", file=sys.stderr)
         return 2
     rows = [json.loads(line) for line in args.set.open(encoding="utf-8")]
     for private_too in (False, True):

@@ -1,4 +1,4 @@
-"""The first and second held-out sets' generators (scripts/make_pii_set.py `--held-out`, `--held-out 2`)."""
+"""The first and second held-out sets' generators (benchmarks/make_pii_set.py `--held-out`, `--held-out 2`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Train the block classifier of `extract.method: resiliparse-blocks` (stages/blocks.py) on the ground truth
 of ../shared/realhtml, and score it leaving one dataset out.
 
-    python scripts/train_extractor.py [--held-out] [--write] [--data DIR]
+    python benchmarks/train_extractor.py [--held-out] [--write] [--data DIR]
 
 Pages: every page with a `main_text` (cleaneval, daniel, dragnet, l3s_gn1, mozilla_readability,
-scrapinghub_aeb), read and decoded as the pipeline does (scripts/bench_extract.load_pages); each is cut
+scrapinghub_aeb), read and decoded as the pipeline does (benchmarks/bench_extract.load_pages); each is cut
 into resiliparse's main-content blocks (stages.blocks.blocks).
 
 Labels: a block is main text when its word tokens (bench_extract.tokens) occur, in order, in the page's

@@ -1,8 +1,8 @@
 """The cost of extracting in the stage's child process rather than in this one, on real pages.
 
-    python scripts/bench_extract_child.py [--methods trafilatura,resiliparse] [--limit N] [--rounds R]
+    python benchmarks/bench_extract_child.py [--methods trafilatura,resiliparse] [--limit N] [--rounds R]
 
-Pages: ../shared/realhtml, read and decoded as scripts/bench_extract.py does (`--limit` pages per dataset).
+Pages: ../shared/realhtml, read and decoded as benchmarks/bench_extract.py does (`--limit` pages per dataset).
 For each method, the wall time of every page through
 - in-process: Extract.extract_decoded in this process (SIGALRM only: the stage before its child), and
 - child: the stage's own path, Extract._extract_all on batches of `read.batch_size` (64) pages, sent to the

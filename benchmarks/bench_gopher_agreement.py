@@ -1,9 +1,9 @@
 """Gopher quality rules: crawlbelt's verdicts against datatrove 0.10.1's GopherQualityFilter on identical texts,
 and the share of each language's pages the rules keep with English and with per-language stop words.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_gopher_agreement.py               # both reports
-    PYTHONPATH=. .venv/bin/python scripts/bench_gopher_agreement.py --no-datatrove  # languages only
-    PYTHONPATH=. .venv/bin/python scripts/bench_gopher_agreement.py --source warc   # texts the belt extracts
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_gopher_agreement.py               # both reports
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_gopher_agreement.py --no-datatrove  # languages only
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_gopher_agreement.py --source warc   # texts the belt extracts
 
 Texts: the realhtml ground-truth main texts (`../shared/realhtml/ground_truth.jsonl`, those that have one), or
 with `--source warc` the texts the belt's extract stage gives for `../shared/realhtml/warc/` (configs/local.yaml,
@@ -11,7 +11,7 @@ with `--source warc` the texts the belt's extract stage gives for `../shared/rea
 stop-word detector for short texts, the default config).
 
 Agreement: datatrove's filter with its defaults (English words and stop words, as FineWeb's pipeline runs it)
-in its benchmark venv (scripts/bench_filter.py makes it) against `gopher_quality_rules(stop_words="english")`
+in its benchmark venv (benchmarks/bench_filter.py makes it) against `gopher_quality_rules(stop_words="english")`
 with `words` whitespace and datatrove; the same keep or reject verdict counts as agreement (datatrove names
 only the first rule broken). Every difference of the datatrove mode is listed. CPU time (`time.process_time`)
 of the rules and, in the venv, of spaCy's tokenization alone.
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_filter import DEFAULT_CONFIG, DEFAULT_WARCS, datatrove_python, warc_files  # noqa: E402  (scripts/ is on the path)
+from bench_filter import DEFAULT_CONFIG, DEFAULT_WARCS, datatrove_python, warc_files  # noqa: E402  (benchmarks/ is on the path)
 from stages.quality import STOP_WORDS_BY_LANGUAGE, WORDS, gopher_quality_rules  # noqa: E402
 from stages.words import datatrove_words  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The third held-out set's generators (scripts/make_pii_set.py `--held-out 3`), written blind, for IPv4."""
+"""The third held-out set's generators (benchmarks/make_pii_set.py `--held-out 3`), written blind, for IPv4."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Extraction speed and quality, end to end: our WARC reader, our charset decoding, then each extractor,
 scored against the ground truth in ../shared/realhtml (1,484 real pages from seven public benchmarks).
 
-    python scripts/bench_extract.py [--methods trafilatura,trafilatura:fast,resiliparse] [--limit N]
+    python benchmarks/bench_extract.py [--methods trafilatura,trafilatura:fast,resiliparse] [--limit N]
                                     [--held-out-threshold] [--held-out-model]
 
 Pages: every record of warc/*.warc.gz, read with stages.warc_read.read_warc and decoded with
@@ -33,7 +33,7 @@ decoding are outside it. One process, one thread: one core.
 
 resiliparse-blocks is a model trained on the six datasets with a main text: its F1 in the main tables is
 in sample. --held-out-model adds the honest figure: for each of the six datasets, a model trained by
-scripts/train_extractor.py on the other five, scored there, next to every measured method's F1 on the same
+benchmarks/train_extractor.py on the other five, scored there, next to every measured method's F1 on the same
 pages (trafilatura_eval's snippets are never trained on, so the main table's snippet accuracy is held out).
 
 Exit status 2 when ../shared/realhtml is missing.
@@ -239,7 +239,7 @@ def held_out_threshold(pages: list[dict], thresholds=range(1, 11)) -> str:
 
 
 def held_out_model(pages: list[dict], results: list[dict]) -> str:
-    """resiliparse-blocks trained leaving each dataset out (scripts/train_extractor.py), per dataset, next to
+    """resiliparse-blocks trained leaving each dataset out (benchmarks/train_extractor.py), per dataset, next to
     the methods measured in this run."""
     from train_extractor import held_out, prepare
 

@@ -1,17 +1,17 @@
 """Agreement with datatrove: crawlbelt's `c4` and `fineweb` stages against datatrove 0.10.1's C4QualityFilter and
 FineWebQualityFilter (default settings on both sides) on identical texts, with each side's throughput.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py                  # ground truth + extracted texts
-    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --no-extracted   # the ground-truth texts only
-    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --differences diff.jsonl   # every disagreement
-    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --c4-sentences   # C4 with split_paragraph=False
-    PYTHONPATH=. .venv/bin/python scripts/bench_agreement.py --bad-words [FILE ...]   # C4's bad-words filter too
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_agreement.py                  # ground truth + extracted texts
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_agreement.py --no-extracted   # the ground-truth texts only
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_agreement.py --differences diff.jsonl   # every disagreement
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_agreement.py --c4-sentences   # C4 with split_paragraph=False
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_agreement.py --bad-words [FILE ...]   # C4's bad-words filter too
 
 Texts: the `main_text` of every page of ../shared/realhtml/ground_truth.jsonl, and (unless --no-extracted) the
 texts crawlbelt's extract stage (configs/local.yaml's settings) gives on ../shared/realhtml/warc/*.warc.gz,
 cached in .bench/agreement-extracted.jsonl. The same file of texts goes to both sides.
 
-Datatrove runs in its own virtual environment (scripts/bench_filter.py makes it) in a subprocess; both sides
+Datatrove runs in its own virtual environment (benchmarks/bench_filter.py makes it) in a subprocess; both sides
 run pinned to one core, and a side's CPU time is `time.process_time` around its filter calls only, after a
 warm-up (spaCy's tokenizer loads on datatrove's first call). Documents per CPU-second = texts / that time.
 Reported: the share of texts with the same keep/reject verdict, for C4 the share of texts both keep whose
@@ -43,9 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_filter import datatrove_python, pin  # noqa: E402  (scripts/ is no package)
+from bench_filter import datatrove_python, pin  # noqa: E402  (benchmarks/ is no package)
 
 SHARED = ROOT.parent / "shared" / "realhtml"
 EXTRACTED_CACHE = ROOT / ".bench" / "agreement-extracted.jsonl"

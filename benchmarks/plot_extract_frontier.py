@@ -1,8 +1,8 @@
 """The extraction speed/quality frontier as an SVG (no plotting library in the environment): pages per
 CPU-second (log scale) against mean token F1 and against snippet accuracy, one point per method, from the
---json output of scripts/bench_extract.py.
+--json output of benchmarks/bench_extract.py.
 
-    python scripts/plot_extract_frontier.py RESULTS.json OUT.svg [--held-out-f1 0.905]
+    python benchmarks/plot_extract_frontier.py RESULTS.json OUT.svg [--held-out-f1 0.905]
 
 --held-out-f1: resiliparse-blocks' leave-one-dataset-out F1 (bench_extract --held-out-model), plotted
 instead of its in-sample F1.

@@ -1,9 +1,9 @@
 """Peak memory of the streaming filter pass at 1x and Nx the input (the WARC list read N times).
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_memory.py                 # 1x and 10x the real-page WARCs
-    PYTHONPATH=. .venv/bin/python scripts/bench_memory.py --times 10 --method resiliparse
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_memory.py                 # 1x and 10x the real-page WARCs
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_memory.py --times 10 --method resiliparse
 
-Each size runs `scripts/bench_filter.py --no-datatrove --methods METHOD --repeat N` in a fresh process (ru_maxrss only ever
+Each size runs `benchmarks/bench_filter.py --no-datatrove --methods METHOD --repeat N` in a fresh process (ru_maxrss only ever
 grows, so the two sizes cannot share one) and reads its peak RSS. A pass that streams batch by batch holds
 the same few batches whatever the input size, so the ratio should stay near 1 (target: at most 1.2).
 """
@@ -26,7 +26,7 @@ def run(times: int, warcs: list[str], method: str, overrides: list[str]) -> dict
         out = Path(folder) / "figures.json"
         command = [
             sys.executable,
-            str(ROOT / "scripts" / "bench_filter.py"),
+            str(ROOT / "benchmarks" / "bench_filter.py"),
             *warcs,
             "--no-datatrove",
             "--methods",

@@ -1,15 +1,15 @@
 """crawlbelt on Spark against crawlbelt on Ray (issue 14), same data, same 2 cores, in one run each:
 
     .venv/bin/pip install -e ".[bench]"
-    .venv/bin/python scripts/bench_spark.py filter               # the filter pass over ../shared/realhtml's WARCs
-    .venv/bin/python scripts/bench_spark.py near --docs 100000   # near dedup on a smaller corpus
-    .venv/bin/python scripts/bench_spark.py near                 # the 1M-document corpus, all four engines
-    .venv/bin/python scripts/bench_spark.py near --engines text-dedup-16 --driver-memory 8g
+    .venv/bin/python benchmarks/bench_spark.py filter               # the filter pass over ../shared/realhtml's WARCs
+    .venv/bin/python benchmarks/bench_spark.py near --docs 100000   # near dedup on a smaller corpus
+    .venv/bin/python benchmarks/bench_spark.py near                 # the 1M-document corpus, all four engines
+    .venv/bin/python benchmarks/bench_spark.py near --engines text-dedup-16 --driver-memory 8g
 
 filter: crawlbelt's filter pass (configs/local.yaml's stages) on each engine, documents (HTML records handed to
 extraction) per CPU-second of the whole process tree, the engine's start-up included.
 
-near: the dedup pass on scripts/bench_dedup.py's synthetic corpus with planted near duplicates: wall,
+near: the dedup pass on benchmarks/bench_dedup.py's synthetic corpus with planted near duplicates: wall,
 CPU-seconds, peak memory, recall and precision, for crawlbelt-ray and crawlbelt-spark (its DedupConfig
 defaults) and text-dedup's Spark MinHash. The corpus is bench_dedup's (`corpus`, written by `write_corpus` as
 the filter pass leaves it: Parquet files of order, id, text, stage); every engine reads those same files.
@@ -17,7 +17,7 @@ the filter pass leaves it: Parquet files of order, id, text, stage); every engin
 text-dedup: ChenghaoMou/text-dedup 0.4.0 from PyPI, its `text_dedup/minhash_spark.py` run unchanged by
 spark-submit on local[2], in its own venv (.bench/textdedup-venv, made once with this Python; see
 TEXTDEDUP_REQUIREMENTS). Its connected components step imports GraphFrames, whose JVM jar comes only from
-Maven repositories, out of reach here: scripts/textdedup_graphframes.py, installed in that venv as
+Maven repositories, out of reach here: benchmarks/textdedup_graphframes.py, installed in that venv as
 `graphframes`, does the same algorithm GraphFrames does (large-star / small-star) in DataFrame operations.
 Settings: crawlbelt's DedupConfig defaults (threshold 0.7, num_perm 128, 5-word shingles); bands x rows are
 text-dedup's own choice for them (datasketch's balanced optimum, 14 x 9), as LSH without a verification step
@@ -60,7 +60,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_dedup import PeakMemory, corpus, quality, vocabulary, write_corpus  # noqa: E402
 
@@ -80,7 +80,7 @@ TEXTDEDUP_REQUIREMENTS = [
 ]
 # without its declared dependencies, which its Spark script does not import (datasets, unisim, ...)
 TEXTDEDUP = "text-dedup==0.4.0"
-GRAPHFRAMES_STAND_IN = ROOT / "scripts" / "textdedup_graphframes.py"
+GRAPHFRAMES_STAND_IN = ROOT / "benchmarks" / "textdedup_graphframes.py"
 DEDUP = {"threshold": 0.7, "num_perm": 128, "shingle_words": 5}  # crawlbelt's DedupConfig defaults
 
 

@@ -2,10 +2,10 @@
 dedup (signatures, buckets, clustering, reject write) on synthetic corpora with planted near duplicates.
 
     .venv/bin/pip install -e ".[bench]"
-    .venv/bin/python scripts/bench_dedup.py signatures            # speed and error on 2,000-word documents
-    .venv/bin/python scripts/bench_dedup.py corpus --docs 250000   # one scale point (a fresh process each)
-    .venv/bin/python scripts/bench_dedup.py all                     # signatures, then 250k, 500k, 1M
-    .venv/bin/python scripts/bench_dedup.py realhtml  # duplicates among ../shared/realhtml's main texts
+    .venv/bin/python benchmarks/bench_dedup.py signatures            # speed and error on 2,000-word documents
+    .venv/bin/python benchmarks/bench_dedup.py corpus --docs 250000   # one scale point (a fresh process each)
+    .venv/bin/python benchmarks/bench_dedup.py all                     # signatures, then 250k, 500k, 1M
+    .venv/bin/python benchmarks/bench_dedup.py realhtml  # duplicates among ../shared/realhtml's main texts
 
 The corpus: documents of about 300 words drawn from a Zipf distribution over the English vocabulary of the
 project's fixture articles plus a long tail of rare words; 20% of the documents are edited copies of

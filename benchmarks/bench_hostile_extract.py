@@ -1,6 +1,6 @@
 """Time of one extraction on a hostile page, in its own process, killed at a wall-clock deadline.
 
-    python scripts/bench_hostile_extract.py METHOD PAGE [--deadline S] [--in-process]
+    python benchmarks/bench_hostile_extract.py METHOD PAGE [--deadline S] [--in-process]
 
 PAGE: attrs100k (one tag with 100,000 attributes), nested_div200k (200,000 nested <div>),
 sib_p200k (200,000 unclosed <p> with two words each), a_unclosed200k (200,000 unclosed <a>), busy_in_c (80 tags
