@@ -5,6 +5,7 @@ blocker is a sitecustomize on PYTHONPATH, which Ray's workers inherit). The pack
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,3 +94,22 @@ def test_the_package_builds_quietly_with_its_data_files(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     data = {f"stages/data/{path.name}" for path in (ROOT / "stages" / "data").glob("*.json")}
     assert data and data <= names and "pipeline/spark-log4j2.properties" in names
+    # the editable install scripts/setup.sh makes: setuptools' warnings shown as pip shows them
+    editable = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "always",
+            "-c",
+            f"import setuptools.build_meta as b; b.build_editable({str(tmp_path)!r})",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert editable.returncode == 0, editable.stderr[-3000:]
+    # setuptools prints each warning (as pip shows it: BuildBackendWarning) as `file:line: Category: text`
+    assert not re.search(r": \w*(Warning|InformationOnly): ", editable.stdout + editable.stderr), editable.stderr[
+        -3000:
+    ]
