@@ -27,8 +27,8 @@ from __future__ import annotations
 import codecs
 import ctypes
 import functools
+import json
 import os
-import pickle
 import re
 import select
 import signal
@@ -440,7 +440,7 @@ class Extract:
 # One per worker process and stage settings, started on first use and reused by every batch. The parent
 # sends a batch of decoded pages, then reads one result per page, each within the time limit; on an overrun
 # it kills the child (SIGKILL stops C code, which SIGALRM cannot) and a fresh one takes the rest. Messages
-# are pickles with an 8-byte length, between this module and itself only.
+# are JSON with an 8-byte length (never a pickle: the child parses hostile pages), lone surrogates kept.
 
 _STARTUP_S = 300.0  # imports and a first page, on a loaded machine
 _GRACE_S = 0.5  # the child's own alarm stops Python code at the limit; past this, the child is killed
@@ -451,7 +451,7 @@ _children_lock = threading.Lock()  # one batch at a time per process: a child ex
 
 
 def _write(stream, message) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _message_bytes(message)
     stream.write(struct.pack("<Q", len(data)))
     stream.write(data)
     stream.flush()
@@ -466,7 +466,15 @@ def _read(stream):
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
-    return pickle.loads(data)
+    return _message(data)
+
+
+def _message_bytes(message) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _message(data: bytes):
+    return json.loads(data.decode("utf-8", "surrogatepass"))
 
 
 class _Child:
@@ -505,7 +513,7 @@ class _Child:
         if data is None:
             self.buffer = header + self.buffer  # (the caller stops the child anyway)
             return None
-        return pickle.loads(data)
+        return _message(data)
 
     def _take(self, size: int, deadline: float) -> bytes | None:
         # poll, not select: a worker may hold over 1,024 file descriptors
