@@ -331,7 +331,8 @@ def _parquet_rows(
         return
     with handle:
         try:
-            schema = pq.ParquetFile(handle).schema_arrow
+            footer = pq.ParquetFile(handle)  # read once: the readers below reuse its metadata
+            schema, metadata = footer.schema_arrow, footer.metadata
         except Exception as error:  # pyarrow's ArrowInvalid for bytes that are not Parquet, or an OSError
             yield _malformed(path, 0, f"{path}: not a Parquet file ({_describe(error)})")
             return
@@ -351,7 +352,6 @@ def _parquet_rows(
         # a value over the limit: pyarrow builds one dictionary of all the row group's values, about 4 times their
         # size, for a column that is not dictionary-encoded throughout, where plain decoding holds a batch.
         strings = [name for name in columns.values() if _is_string(column_type(schema, name))]
-        metadata = pq.ParquetFile(handle).metadata
         readers: dict[tuple[str, ...], pq.ParquetFile] = {}
         limits = {role: limit if role == "text" else MAX_FIELD_BYTES for role in columns}
         name_limits = {columns[role]: limits[role] for role in columns}

@@ -19,12 +19,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from helpers import CRAWL_SAMPLE, ROOT, SHARED, SPARK_SETTINGS, assert_complete, cli, needs_spark
 from stages.extract import MAX_ATTRIBUTES, MAX_DEPTH, METHODS, max_attributes, max_depth, too_complex
+from test_read_cases import belt_config
 
 # Each page of the bench's set (benchmarks/bench_hostile_extract.py), built the same way.
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -201,22 +201,11 @@ ENGINES = [
 def test_the_belt_rejects_hostile_pages_and_keeps_the_others(tmp_path, settings):
     data = tmp_path / "hostile.warc.gz"
     good = hostile_warc(data)
-    config = {
-        "sources": [{"name": "web", "input": [str(data)]}],
-        "classifier": {"kind": "none"},
-        "language": {"languages": []},
-        "quality": {"enabled": False},
-        "repetition": {"enabled": False},
-        "dedup": {"near": False},
-        "tokenizer": {"vocab_size": 1000},
-        "packing": {"seq_len": 64},
-        "mixture": {"budget_tokens": 100000},
-    }
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    config = belt_config(tmp_path, {"input": [str(data)]})
     # resiliparse: it never returns on the nested page, and takes 10 to 20 s in C on the busy one
     sets = [*settings, "extract.method=resiliparse", "extract.timeout_s=2"]
     args = [arg for s in sets for arg in ("--set", s)]
-    result = cli("run", str(tmp_path / "c.yaml"), "--output", str(tmp_path / "out"), *args, timeout=400)
+    result = cli("run", str(config), "--output", str(tmp_path / "out"), *args, timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]
     manifest = assert_complete(tmp_path / "out")
     assert manifest["inputs"][0]["records"] == 6
