@@ -489,6 +489,7 @@ class DatedScore:
             None,
             "stages[1].max_error_share: expected a share in [0, 1], got 2",
         ),
+        ({"use": "test_user_stages:Scores", "timeout_s": 0}, None, "stages[1].timeout_s: expected seconds above 0"),
         (
             {"use": "test_user_stages:Lengths", "adds": {"reject": "string"}},
             None,
@@ -522,6 +523,7 @@ class DatedScore:
         "nan_threshold",
         "text_threshold",
         "error_share_above_1",
+        "timeout_not_above_0",
         "reject_column",
         "set_argument",
         "unimportable_with_select",
