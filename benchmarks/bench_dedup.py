@@ -291,7 +291,8 @@ def realhtml_benchmark() -> dict:
     import ray
 
     from pipeline import dedup
-    from pipeline.config import RayConfig, load_config
+    from pipeline.config import RayConfig
+    from pipeline.config_load import load_config
     from pipeline.engine_ray import start_ray
     from stages.dedup import FORMAT, WHITE_SPACE, MinHasher
 

@@ -145,7 +145,7 @@ def run_ours(
     import pyarrow.compute as pc
 
     from pipeline.spec import document_stages
-    from pipeline.config import load_config
+    from pipeline.config_load import load_config
     from stages.dedup import MinHasher, normalize, sha1_of_normalized
     from stages.warc_read import read_warc
 
@@ -488,7 +488,7 @@ def _datatrove_shares(seconds: dict) -> dict[str, float]:
 
 def language_settings(config_path: str, overrides: list[str]) -> dict:
     """Our language stage's model file, languages and threshold, for datatrove's LanguageFilter."""
-    from pipeline.config import load_config
+    from pipeline.config_load import load_config
     from stages.langid import default_lid_model_path
 
     language = load_config(config_path, overrides=overrides).language

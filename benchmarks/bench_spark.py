@@ -402,7 +402,7 @@ def filter_pass(args: argparse.Namespace) -> list[dict]:
 
 def _filter(args: argparse.Namespace) -> None:
     from pipeline import engine, filtering
-    from pipeline.config import load_config
+    from pipeline.config_load import load_config
 
     config = load_config(str(ROOT / "configs" / "local.yaml"), inputs=args.warcs, output=str(Path(args.work) / "out"))
     config.engine, config.ray, config.spark = crawlbelt_config(args.engine, args)

@@ -57,7 +57,7 @@ def curated_text(cpus: int) -> Path:
     out = WORK / "realhtml"
     if not (out / "manifest.json").exists():
         from pipeline import belt
-        from pipeline.config import load_config
+        from pipeline.config_load import load_config
 
         print(f"curating {REALHTML} once into {out} ...", flush=True)
         belt.run(
@@ -105,7 +105,7 @@ def main() -> int:
         print(f"bench_tokenize: {REALHTML} not found; nothing to measure (skipped)")
         return 0
     from pipeline import tokens
-    from pipeline.config import load_config
+    from pipeline.config_load import load_config
     from pipeline.engine_ray import start_ray
 
     source = curated_text(args.cpus)

@@ -17,7 +17,8 @@ import traceback
 from pathlib import Path
 
 from pipeline import reaper, redact
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError
+from pipeline.config_load import load_config
 from pipeline.train.plan import parse_count
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -390,7 +391,7 @@ def train_command(args, worker_args: list[str]) -> int:
         dist.destroy_process_group()
         return 0
     train_data = config.train.data
-    assert train_data is not None  # validation sets it (config._check_train)
+    assert train_data is not None  # validation sets it (pipeline/train/checks.py)
     started = time.perf_counter()
     try:
         if config.train.launcher == "ray":

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from pipeline.config import ClassifierConfig
 from stages.c4 import C4Filter
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.decontaminate import Decontaminate, EvalSet
@@ -312,7 +313,7 @@ def document_stages(config) -> list:
 
 
 def _runner(stage: Stage, config):
-    """The object that runs a declared stage (config validation has checked its entry: config._stage_entry);
+    """The object that runs a declared stage (config validation has checked its entry: spec_checks._stage_entry);
     None when its config turns it off."""
     if stage.runner is not None:  # a user's stage, imported by declared()
         return stage.runner
@@ -335,10 +336,8 @@ def scorer_spec(name: str) -> StageSpec:
     )
 
 
-def scorer_settings(entry: dict):
+def scorer_settings(entry: dict) -> ClassifierConfig:
     """A `{scorer: NAME, kind: ..., ...}` entry's settings as a ClassifierConfig."""
-    from pipeline.config import ClassifierConfig
-
     return ClassifierConfig(**{key: value for key, value in entry.items() if key != "scorer"})
 
 

@@ -28,7 +28,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline.config import Config, ConfigError, read_config
+from pipeline.config import Config, ConfigError
+from pipeline.config_read import read_config
 
 
 def check_config(config_path: str, overrides: list[str], output: str | None) -> Config:

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import CONFIGS, FIXTURES, ROOT, SHARED
 from pipeline import belt, filtering
-from pipeline.config import load_config
+from pipeline.config_load import load_config
 from pipeline.crawl_sample import EXPECTED, verdicts, write_warc
 
 REALDATA = SHARED / "realdata" / "warc"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT
-from pipeline.config import read_config
+from pipeline.config_read import read_config
 from pipeline.submit import job_files
 from ray_cluster import RAY, LocalCluster, cluster_env, free_ports
 from test_s3 import CREDENTIALS

@@ -5,7 +5,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, cli
-from pipeline.config import ConfigError, expand_inputs, load_config
+from pipeline.config import ConfigError
+from pipeline.config_load import load_config
+from pipeline.config_read import expand_inputs
 from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
 

@@ -15,7 +15,8 @@ import pytest
 
 from helpers import CONFIGS, assert_same_output, cli, needs_spark
 from pipeline import belt, filtering, report, spec
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError
+from pipeline.config_load import load_config
 from stages.decontaminate import (
     Decontaminate,
     EvalSet,

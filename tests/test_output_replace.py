@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, cli
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError
+from pipeline.config_load import load_config
 from test_kill_resume import SETTINGS, command, run_and_kill, run_to_end
 
 SAMPLE = ROOT / "configs" / "local.yaml"

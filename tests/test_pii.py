@@ -12,7 +12,8 @@ import pytest
 
 from helpers import ROOT
 from pipeline import belt, filtering, spec
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError
+from pipeline.config_load import load_config
 from stages.pii import PiiMasker, pii_spans
 from stages.warc_read import DOCUMENT_SCHEMA
 

@@ -21,7 +21,8 @@ from ray.util.annotations import RayDeprecationWarning
 
 from helpers import CRAWL_SAMPLE, ROOT
 from pipeline import belt, filtering
-from pipeline.config import PassResources, load_config
+from pipeline.config import PassResources
+from pipeline.config_load import load_config
 from pipeline.engine_ray import task_options, write_options
 from pipeline.finalize import SNIPPET_CHARS
 

@@ -13,7 +13,8 @@ import pytest
 import ray
 
 from pipeline import belt, report
-from pipeline.config import RayConfig, load_config
+from pipeline.config import RayConfig
+from pipeline.config_load import load_config
 from pipeline.engine_ray import start_ray
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import CONFIGS, ROOT, cli, ledger_table
 from pipeline import belt, filtering
-from pipeline.config import load_config
+from pipeline.config_load import load_config
 from stages.c4 import C4Filter, bad_words_pattern, c4_clean
 from stages.english_split import count_sentences, count_words
 from stages.fineweb import FineWebQuality, fineweb_rules

@@ -87,7 +87,7 @@ def run_ray(config: Config, stop_after: int | None) -> int:
     from pipeline.engine_ray import start_ray
 
     train = config.train
-    assert train.data is not None  # validation sets it (config._check_train)
+    assert train.data is not None  # validation sets it (pipeline/train/checks.py)
     start_ray(config.ray)
     per_worker: dict[str, float] = {"GPU": 1} if train.device == "cuda" else {"CPU": 1}  # Ray Train's default
     wait_for_workers(per_worker, train.workers, train.start_timeout_s if ray_address(config) else 0)

@@ -155,7 +155,7 @@ def start(config: Config, device: torch.device | None) -> Run:
     """Build the model, its optimizer and schedule, and resume from the newest complete checkpoint if any."""
     cfg = config.train
     rank, world, device = distributed.start(cfg.device, device)
-    assert cfg.data is not None  # validation sets it (config._check_train)
+    assert cfg.data is not None  # validation sets it (pipeline/train/checks.py)
     data = TokenShards(cfg.data)
     folder = Path(cfg.data) / "train"
     log = RunLog(folder, rank)

@@ -104,7 +104,7 @@ def _step(name: str) -> int:
 
 def check_resumable(train: TrainConfig) -> None:
     """ConfigError unless the run folder's newest complete checkpoint (if any) fits the shards and the model."""
-    assert train.data is not None  # set by config._check_train before it calls this
+    assert train.data is not None  # set by check_train (pipeline/train/checks.py) before it calls this
     folder = Path(train.data) / "train"
     found = complete_checkpoints(folder / "checkpoints")
     if not found:

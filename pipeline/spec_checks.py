@@ -1,0 +1,217 @@
+"""The checks of a config that need the belt's spec (pipeline/spec.py): the `stages:` list (each user stage
+imported, set up and run on a probe batch), the sections of the stages the belt runs, the scores a source's
+`select` may use, and the eval sets of the `contamination` stage.
+
+They sit above pipeline/spec.py, which reads the config; pipeline/config_load.py runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+
+import pyarrow as pa
+
+from pipeline import spec
+from pipeline.config import ClassifierConfig, Config, ConfigError, Problems, input_format, json_value
+from pipeline.config_checks import check_choice, check_scorer
+from pipeline.config_read import build, resolve_path
+from stages.decontaminate import ACTIONS, EvalSetError, read_items
+from stages.user import StageError
+from stages.warc_read import DOCUMENT_SCHEMA
+
+
+def unused_sections(config: Config) -> set[str]:
+    """The sections of the built-in stages the belt does not run: a section is needed, and checked, only when
+    its stage runs (a belt without `classifier` needs no example files)."""
+    listed = config.stages if config.stages is not None else spec.DEFAULT_STAGES
+    return {stage.section for name, stage in spec.DOCUMENT_STAGES.items() if stage.section and name not in listed}
+
+
+def check_select(config: Config, i: int) -> None:
+    select = config.sources[i].select
+    if select is None:
+        return
+    key = f"sources[{i}].select"
+    if select.top_fraction is None and select.min_score is None:
+        raise ConfigError(f"{key}: give top_fraction, min_score or both")
+    if select.top_fraction is not None and not 0 < select.top_fraction <= 1:
+        raise ConfigError(f"{key}.top_fraction: expected a number in (0, 1], got {select.top_fraction}")
+    if config.sources[i].curated:
+        from pipeline.storage import parquet_file
+
+        for f in config.sources[i].files:
+            schema = parquet_file(f, config.storage).schema_arrow
+            if select.score not in schema.names:
+                raise ConfigError(f"{key}.score: {f!r} has no column {select.score!r}")
+            if not _is_number(schema.field(select.score).type):
+                raise ConfigError(
+                    f"{key}.score: the column {select.score!r} of {f!r} is {schema.field(select.score).type}, "
+                    "not a number"
+                )
+        return
+    try:
+        added = spec.added_columns(config)
+    except StageError:  # a user stage that cannot be imported: the `stages` check says so
+        return
+    scores = [c for c, t in added.items() if _is_number(t)]
+    if select.score not in scores:
+        raise ConfigError(
+            f"{key}.score: {select.score!r} is not a score the belt's stages add (they add: "
+            f"{', '.join(scores) or 'none'})"
+        )
+
+
+def _is_number(type_: pa.DataType) -> bool:
+    return pa.types.is_floating(type_) or pa.types.is_integer(type_)
+
+
+USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold", "max_error_share", "timeout_s")
+RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
+
+
+def check_stages(config: Config, base: Path) -> None:
+    """The `stages:` list: each entry known and well formed, each user stage importable, set up and keeping the
+    stage contract on a probe batch, names and columns unique, and text extracted before a stage reads it."""
+    if config.stages is None:
+        return
+    if not config.stages:
+        raise ConfigError("stages: an empty list; leave the key out for the default belt")
+    names: dict[str, str] = {}  # stage name -> the entry that has it
+    columns: dict[str, str] = {}  # column -> the entry that adds it
+    for i, entry in enumerate(config.stages):
+        key = f"stages[{i}]"
+        stage = _stage_entry(config, entry, key, base)
+        name = stage.spec.name
+        if name in names or name in RESERVED_NAMES:
+            why = f"{names[name]} has it too" if name in names else "a name of the belt's own passes"
+            raise ConfigError(f"{key}: the stage name {name!r} is taken ({why}); give the entry a `name`")
+        names[name] = key
+        for column in stage.spec.adds:
+            if column in columns:
+                raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which {columns[column]} adds too")
+            if column in DOCUMENT_SCHEMA.names and name != "extract":
+                raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which every row has already")
+            columns[column] = key
+    order = [entry if isinstance(entry, str) else None for entry in config.stages]
+    if "extract" in order:
+        reads_text = [e for e in order[: order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
+        if reads_text:
+            raise ConfigError(
+                f"stages: {reads_text[0]!r} reads the text, which `extract` (after it) makes; list extract first"
+            )
+    else:
+        pages = [f for s in config.sources if not s.curated for f in s.files if input_format(f, s) == "warc"]
+        crawls = [f for f in pages if not is_wet(f)]
+        if crawls:
+            raise ConfigError(
+                f"stages: WARC/ARC sources need `extract` (it turns each page's HTML into text), and "
+                f"{crawls[0]!r} is not a WET file (*.wet, *.wet.gz, *.wet.zst: text already)"
+            )
+
+
+def is_wet(path: str) -> bool:
+    """A WET file by its name, as Common Crawl names them (CC-...warc.wet.gz): its records hold text, not HTML."""
+    return path.lower().endswith((".wet", ".wet.gz", ".wet.zst"))
+
+
+def _stage_entry(config: Config, entry, key: str, base: Path):
+    """One `stages:` entry as a spec.Stage, or ConfigError naming what is wrong with it."""
+    if isinstance(entry, str):
+        if entry not in spec.DOCUMENT_STAGES:
+            raise ConfigError(
+                f"{key}: unknown stage {entry!r} (built-in: {', '.join(spec.DOCUMENT_STAGES)}; or "
+                "{scorer: NAME, kind: ...} or {use: module:Class})"
+            )
+        return spec.Stage(spec.DOCUMENT_STAGES[entry], None)
+    if not isinstance(entry, dict) or ("use" in entry) == ("scorer" in entry):
+        raise ConfigError(
+            f"{key}: expected a built-in stage's name, {{scorer: NAME, kind: ...}} or "
+            f"{{use: module:Class, with: {{...}}}}, got {entry!r}"
+        )
+    if "scorer" in entry:
+        name = entry["scorer"]
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ConfigError(f"{key}.scorer: expected a lower-case name (letters, digits, _), got {name!r}")
+        problems = Problems()
+        settings = build(ClassifierConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
+        problems.raise_any()
+        check_scorer(settings, key, base)
+        if settings.kind == "none":
+            raise ConfigError(f"{key}.kind: a scorer needs naive_bayes or fasttext")
+        entry.update(dataclasses.asdict(settings))  # the files, resolved
+        return spec.Stage(spec.scorer_spec(name), None, entry)
+    unknown = [k for k in entry if k not in USER_STAGE_KEYS]
+    if unknown:
+        raise ConfigError(f"{key}: unknown key {unknown[0]!r} (known: {', '.join(USER_STAGE_KEYS)})")
+    if not isinstance(entry.get("with") or {}, dict):
+        raise ConfigError(f"{key}.with: expected a mapping of keyword arguments, got {entry['with']!r}")
+    if entry.get("name") is not None and not re.fullmatch(r"[a-z][a-z0-9_]*", str(entry["name"])):
+        raise ConfigError(f"{key}.name: expected a lower-case name (letters, digits, _), got {entry['name']!r}")
+    try:
+        json.dumps(entry.get("with") or {}, default=json_value)
+    except (TypeError, ValueError) as error:  # the manifest records the arguments
+        raise ConfigError(f"{key}.with: {error}; give text, numbers, dates, lists or mappings") from None
+    _check_number(entry.get("threshold"), f"{key}.threshold", "a number", lambda v: True)
+    _check_number(entry.get("max_error_share"), f"{key}.max_error_share", "a share in [0, 1]", lambda v: 0 <= v <= 1)
+    _check_number(entry.get("timeout_s"), f"{key}.timeout_s", "seconds above 0", lambda v: v > 0)
+    try:
+        stage = spec.user_stage(entry, probe=True)
+    except StageError as error:
+        raise ConfigError(f"{key}: {error}") from None
+    if stage.runner.probe_errors:
+        config.notes.append(
+            f"{key}: stage {stage.spec.name} raised on the probe batch ({stage.runner.probe_errors}); on real "
+            f"documents a run stops once it raises on more than max_error_share ({stage.runner.max_error_share:g})"
+            " of them"
+        )
+    return stage
+
+
+def _check_number(value, key: str, wording: str, accepts) -> None:
+    """An optional number of a `stages:` entry: None, or a finite int or float that `accepts`."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not accepts(value):
+        raise ConfigError(f"{key}: expected {wording}, got {value!r}")
+
+
+def check_decontamination(config: Config, base: Path) -> None:
+    """The eval sets, when the belt has the `contamination` stage: named, each action known, each file read
+    whole here (its items, fields and format), so that a bad one stops the run before any work."""
+    settings = config.decontamination
+    listed = "contamination" in (config.stages or [])
+    if not listed:
+        if settings.eval_sets:
+            raise ConfigError(
+                "decontamination.eval_sets: given, but `contamination` is not in `stages:`; list it (after "
+                "quality and repetition)"
+            )
+        return
+    if not settings.eval_sets:
+        raise ConfigError("decontamination.eval_sets: the contamination stage needs at least one eval set")
+    if not (settings.ngram_detector or settings.near_detector):
+        raise ConfigError("decontamination: turn on ngram_detector, near_detector or both")
+    names: set[str] = set()
+    for i, eval_set in enumerate(settings.eval_sets):
+        key = f"decontamination.eval_sets[{i}]"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", eval_set.name) or eval_set.name in names:
+            raise ConfigError(
+                f"{key}.name: expected a unique lower-case name (letters, digits, _ . -), got {eval_set.name!r}"
+            )
+        names.add(eval_set.name)
+        check_choice(eval_set.action, ACTIONS, f"{key}.action")
+        if not eval_set.fields:
+            raise ConfigError(f"{key}.fields: expected at least one field")
+        if not eval_set.path:
+            raise ConfigError(f"{key}.path: no file given")
+        eval_set.path = resolve_path(eval_set.path, base)
+        try:
+            ids, _ = read_items(spec.eval_set(eval_set), spec.opener(config))
+        except EvalSetError as error:
+            raise ConfigError(f"{key}.path: {error}") from None
+        if not ids:
+            raise ConfigError(f"{key}.path: {eval_set.path!r} holds no item")
