@@ -71,9 +71,6 @@ def start(config: Config) -> None:
             # Spark's 200 shuffle partitions are for clusters; the components rounds' joins are all shuffles
             conf.setdefault("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
-            # A Python worker forked by PySpark's daemon prints a traceback to the console when a job is aborted
-            # under it (a stage killed another worker): started directly, it ends quietly.
-            conf.setdefault("spark.python.use.daemon", "false")
     conf.setdefault("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     for key, value in conf.items():
         builder = builder.config(key, value)
