@@ -15,6 +15,14 @@ from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS
 from ray_cluster import free_ports
 
 
+def pytest_collection_modifyitems(items):
+    """Run side by side (scripts/test.sh), the tests that start a cluster still run one after another, on one
+    worker: the README's blocks use the default ports, and two clusters at once would crowd a small machine."""
+    for item in items:
+        if item.get_closest_marker("cluster"):
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
 @pytest.fixture(scope="module")
 def embedded_ray():
     """A local Ray in this process for the module's tests, as a run without --address starts it."""
