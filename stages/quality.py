@@ -193,14 +193,14 @@ def gopher_repetition_batch(
     character once; the first occurrence of an n-gram is not a duplicate (as in datatrove).
 
     The n-gram rules run over the whole batch at once: n-grams are numbered by sorting, never built as
-    Python tuples. `texts` may be an Arrow string column (the stage's), which saves converting the
-    strings back for the n-gram rules.
+    Python tuples. `texts` may be an Arrow string column (the stage's).
     """
     if isinstance(texts, (pa.Array, pa.ChunkedArray)):
-        column, texts = texts, texts.to_pylist()
-    else:
-        column = pa.array(texts, pa.large_string())
+        texts = texts.to_pylist()
     texts = [(text or "").strip() for text in texts]
+    # The n-gram rules split the stripped texts: Arrow's whitespace split (pyarrow 26) now and then misreads a
+    # multi-byte space that ends its buffer as part of the last word, and a stripped text never ends in one.
+    column = pa.array(texts, pa.large_string())
     broken: list[list[str]] = [[] for _ in texts]
     for out, text in zip(broken, texts):
         if not text:
