@@ -17,10 +17,12 @@ from ray_cluster import free_ports
 
 def pytest_collection_modifyitems(items):
     """Run side by side (scripts/test.sh), the tests that start a cluster still run one after another, on one
-    worker: the README's blocks use the default ports, and two clusters at once would crowd a small machine."""
+    worker: the README's blocks use the default ports, and two clusters at once would crowd a small machine.
+    Such groups go first, so that the other workers share the rest of the tests while one runs a group."""
     for item in items:
         if item.get_closest_marker("cluster"):
             item.add_marker(pytest.mark.xdist_group("cluster"))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)  # stable: else file order
 
 
 @pytest.fixture(scope="module")

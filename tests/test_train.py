@@ -19,6 +19,9 @@ from pipeline.cli import main
 from pipeline.train.resume import complete_checkpoints
 from token_shards import write_token_shards
 
+# One worker runs this file's tests, one after another (scripts/test.sh runs tests side by side): two
+# torchruns at once on 2 cores once ended in a rank's abort, and the module's corpus is made once.
+pytestmark = pytest.mark.xdist_group("torchrun")
 
 # 24 steps of 8 sequences of 64 tokens; the corpus has about 200 sequences, so the stream wraps once.
 TRAIN_YAML = """
