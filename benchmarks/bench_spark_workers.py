@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = {
+SETTINGS: dict[str, dict] = {
     "spark, daemon": {"engine": "spark", "spark": {"conf": {"spark.python.use.daemon": "true"}}},
     "spark, a Python per worker": {"engine": "spark", "spark": {"conf": {"spark.python.use.daemon": "false"}}},
     "ray": {"engine": "ray"},
