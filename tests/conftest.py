@@ -16,7 +16,7 @@ from ray_cluster import free_ports
 
 
 def pytest_collection_modifyitems(items):
-    """Run side by side (scripts/test.sh), the tests that start a cluster still run one after another, on one
+    """Run side by side (CRAWLBELT_TEST_WORKERS), the tests that start a cluster still run one after another, on one
     worker: the README's blocks use the default ports, and two clusters at once would crowd a small machine.
     Such groups go first, so that the other workers share the rest of the tests while one runs a group."""
     for item in items:

@@ -19,8 +19,8 @@ from pipeline.cli import main
 from pipeline.train.resume import complete_checkpoints
 from token_shards import write_token_shards
 
-# One worker runs this file's tests, one after another (scripts/test.sh runs tests side by side): two
-# torchruns at once on 2 cores once ended in a rank's abort, and the module's corpus is made once.
+# Run side by side (CRAWLBELT_TEST_WORKERS), one worker still runs this file's tests in order: the module's
+# corpus is made once, and no two torchruns share the cores.
 pytestmark = pytest.mark.xdist_group("torchrun")
 
 # 24 steps of 8 sequences of 64 tokens; the corpus has about 200 sequences, so the stream wraps once.
