@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import errno
 import json
 import logging
@@ -216,6 +217,9 @@ def command(argv=None) -> int:
         print(with_log(f"stage error: {exc}", exc), file=sys.stderr)
         return 2
     except Exception as exc:
+        if interrupted(exc):  # py4j, cleaning up after Ctrl-C, raises its own error over the interrupt
+            print(interrupted_line(config), file=sys.stderr)
+            return 130
         broken = stage_error(exc)
         if broken is not None:
             print(with_log(f"stage error: {broken}", exc), file=sys.stderr)
@@ -326,6 +330,13 @@ def interrupted_line(config) -> str:
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether a Ctrl-C is behind an exception: one raised while the interrupt was being handled."""
+    from pipeline.engine import error_chain
+
+    return any(isinstance(error, KeyboardInterrupt) for error in error_chain(exc))
+
+
 def stage_error(exc: BaseException) -> str | None:
     """The line of a user stage that broke its contract in a worker (stages.user.StageError), which Ray
     passes on inside its own error's text."""
@@ -388,6 +399,7 @@ def train_command(args, worker_args: list[str]) -> int:
         from pipeline.train.loop import train
 
         train(config, stop_after=args.stop_after)
+        gc.collect()  # the sharded model holds the process group in reference cycles: free it while Python is whole
         dist.destroy_process_group()
         return 0
     train_data = config.train.data

@@ -16,7 +16,7 @@ import pytest
 from ray._private import ray_constants
 
 from helpers import ROOT, cli
-from pipeline.cli import interrupted_line
+from pipeline.cli import interrupted, interrupted_line
 from pipeline.config import RAY_OBJECT_STORE_MIN_MB, Config, StorageConfig
 
 SETTINGS = ["--set", "ray.num_cpus=2"]
@@ -173,6 +173,23 @@ def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run,
 def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resumes):
     line = interrupted_line(Config(output=output, storage=StorageConfig(staging=staging)))
     assert line.startswith("crawlbelt: interrupted; ") and (line == INTERRUPTED) == resumes
+
+
+def py4j_cleaning_up_after_ctrl_c():
+    """What py4j does when Ctrl-C cuts a call to the JVM short, and the JVM, which got the SIGINT too, is gone."""
+    from py4j.protocol import Py4JError
+
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        raise Py4JError("Gateway must be connected to send cancel cmd.")  # noqa: B904 (as py4j raises it)
+
+
+def test_an_error_raised_while_a_ctrl_c_was_handled_is_the_interrupt():
+    with pytest.raises(Exception) as raised:
+        py4j_cleaning_up_after_ctrl_c()
+    assert interrupted(raised.value)
+    assert not interrupted(RuntimeError("a stage broke")) and not interrupted(OSError(28, "No space left"))
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
