@@ -177,7 +177,7 @@ def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resu
 
 def py4j_cleaning_up_after_ctrl_c():
     """What py4j does when Ctrl-C cuts a call to the JVM short, and the JVM, which got the SIGINT too, is gone."""
-    from py4j.protocol import Py4JError
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 
     try:
         raise KeyboardInterrupt
