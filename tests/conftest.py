@@ -25,9 +25,10 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)  # stable: else file order
 
 
-@pytest.fixture(scope="module")
-def embedded_ray():
-    """A local Ray in this process for the module's tests, as a run without --address starts it."""
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray of 2 CPUs in this process, as a run without --address starts it, for every test that runs
+    the belt in this process: it starts once, and its workers, once warm, stay warm."""
     import ray
 
     from pipeline.config import RayConfig
@@ -36,6 +37,14 @@ def embedded_ray():
     start_ray(RayConfig(num_cpus=2))
     yield
     ray.shutdown()
+
+
+@pytest.fixture
+def embedded_ray(ray_session):
+    """The session's Ray as the engine of this test's in-process passes (an earlier test may have run Spark)."""
+    from pipeline import engine
+
+    engine.use("ray")
 
 
 @pytest.fixture(scope="module")

@@ -10,25 +10,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import ray
 
 from pipeline import belt, report
-from pipeline.config import RayConfig
 from pipeline.config_load import load_config
-from pipeline.engine_ray import start_ray
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "<script>alert(1)</script>"
 
 
 @pytest.fixture(scope="module")
-def sample_run(tmp_path_factory):
-    start_ray(RayConfig(num_cpus=2))
-    try:
-        out = tmp_path_factory.mktemp("report") / "sample"
-        manifest = belt.run(load_config(str(ROOT / "configs" / "crawl_sample.yaml"), output=str(out)))
-    finally:
-        ray.shutdown()
+def sample_run(tmp_path_factory, ray_session):
+    out = tmp_path_factory.mktemp("report") / "sample"
+    manifest = belt.run(load_config(str(ROOT / "configs" / "crawl_sample.yaml"), output=str(out)))
     return manifest, out
 
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py
 
 
 @pytest.fixture(scope="module")
-def stream_run(tmp_path_factory):
+def stream_run(tmp_path_factory, ray_session):
     """The fixture crawl, sequences left in stream order, the last one padded."""
     out = tmp_path_factory.mktemp("tokens") / "stream"
     config = load_config(

@@ -478,23 +478,16 @@ def test_train_without_shards_is_a_one_line_config_error(tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_waiting_for_workers_on_a_cluster_is_bounded():
+def test_waiting_for_workers_on_a_cluster_is_bounded(embedded_ray):
     # A cluster that could grow (an autoscaler asked for the workers) is given train.start_timeout_s, then the
-    # same one line; here the embedded Ray stands in for a cluster that did not grow.
-    import ray
-
-    from pipeline.config import ConfigError, RayConfig
-    from pipeline.engine_ray import start_ray
+    # same one line; here the embedded Ray (conftest.py) stands in for a cluster that did not grow.
+    from pipeline.config import ConfigError
     from pipeline.train.launch import wait_for_workers
 
-    start_ray(RayConfig(num_cpus=2, object_store_mb=256))
-    try:
-        wait_for_workers({"CPU": 1}, 2, timeout_s=1)  # fits: returns at once
-        with pytest.raises(
-            ConfigError,
-            match=r"^train.workers: 4 CPUs needed, one per worker, and the Ray cluster "
-            r"has 2 after waiting 1 s \(train.start_timeout_s\)",
-        ):
-            wait_for_workers({"CPU": 1}, 4, timeout_s=1)
-    finally:
-        ray.shutdown()
+    wait_for_workers({"CPU": 1}, 2, timeout_s=1)  # fits: returns at once
+    with pytest.raises(
+        ConfigError,
+        match=r"^train.workers: 4 CPUs needed, one per worker, and the Ray cluster "
+        r"has 2 after waiting 1 s \(train.start_timeout_s\)",
+    ):
+        wait_for_workers({"CPU": 1}, 4, timeout_s=1)
