@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS
+from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS
+from helpers import run_here as run_here_
 from ray_cluster import free_ports
 
 
@@ -47,6 +48,13 @@ def embedded_ray(ray_session):
     engine.use("ray")
 
 
+@pytest.fixture
+def run_here(ray_session):
+    """helpers.run_here, with the session's Ray up first (else the first run here would start one of its own
+    settings for every later test)."""
+    return run_here_
+
+
 @pytest.fixture(scope="module")
 def s3_server(tmp_path_factory):
     """moto's S3 API server on a free loopback port; yields its endpoint."""
@@ -75,15 +83,10 @@ def s3_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def fixture_crawl_on_ray(tmp_path_factory) -> Path:
-    """The fixture crawl run uninterrupted on an embedded Ray of 1 CPU with SPARK_SETTINGS: the bytes
+def fixture_crawl_on_ray(tmp_path_factory, ray_session) -> Path:
+    """The fixture crawl run uninterrupted on the session's Ray with SPARK_SETTINGS: the bytes
     that every Spark run of it (embedded, on a cluster, killed and resumed) must give. One run for the session."""
     out = tmp_path_factory.mktemp("fixture-crawl-on-ray") / "out"
     inputs = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
-    sets = [arg for setting in [*SPARK_SETTINGS, "ray.num_cpus=1"] for arg in ("--set", setting)]
-    command = [sys.executable, "-m", "pipeline", "run", str(CONFIGS / "local.yaml"), "--input", *inputs]
-    result = subprocess.run(
-        [*command, "--output", str(out), *sets], cwd=ROOT, capture_output=True, text=True, timeout=900
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_here_(CONFIGS / "local.yaml", out, SPARK_SETTINGS, inputs=inputs)
     return out

@@ -41,6 +41,18 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 300, env: dict | None = N
     )
 
 
+def run_here(config: Path | str, out: Path, settings=(), inputs: list[str] | None = None) -> dict:
+    """The belt as `python -m pipeline run CONFIG [--input ...] --output OUT --set SETTING...` runs it, but in
+    this process: on its Ray (conftest's run_here fixture starts the session's first) or, for engine: spark, on
+    its one embedded Spark (started by the first such run with its spark settings; later runs share it).
+    Returns the manifest; a failed run raises its error. For tests of a run's output, not of its command line:
+    it skips starting and stopping an engine, most of a subprocess run's 15 s here."""
+    from pipeline import belt
+    from pipeline.config_load import load_config
+
+    return belt.run(load_config(str(config), overrides=list(settings), inputs=inputs, output=str(out)))
+
+
 # The settings of every Spark run of the fixture crawl and of the Ray run it is compared with (conftest's
 # fixture_crawl_on_ray). A loaded machine must not turn a slow page into extract:timeout on one engine only.
 SPARK_SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]

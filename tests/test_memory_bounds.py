@@ -22,7 +22,7 @@ from backports import zstd
 from helpers import ROOT, SPARK_SETTINGS, assert_complete, needs_spark
 from stages.read_text import read_jsonl, read_parquet
 from stages.warc_read import MAX_FIELD_BYTES, MAX_HEADER_BYTES, read_warc
-from test_read_cases import belt_config, run_belt
+from test_read_cases import belt_config
 
 MB = 1_000_000
 GOOD = "A short text that stays."
@@ -241,7 +241,7 @@ def test_a_warc_record_with_oversized_headers_is_rejected_too_large_and_the_rest
 
 
 ENGINES = [
-    pytest.param(["ray.num_cpus=1"], id="ray"),
+    pytest.param([], id="ray"),
     pytest.param(
         ["engine=spark", "spark.master=local[1]", *SPARK_SETTINGS], id="spark", marks=[needs_spark, pytest.mark.slow]
     ),
@@ -249,7 +249,7 @@ ENGINES = [
 
 
 @pytest.mark.parametrize("settings", ENGINES)
-def test_hostile_fields_and_near_limit_lines_through_the_belt(tmp_path, settings):
+def test_hostile_fields_and_near_limit_lines_through_the_belt(tmp_path, settings, run_here):
     path = tmp_path / "in" / "hostile.jsonl.zst"
     path.parent.mkdir()
     good = [f"Document {n}. The river carries sand and small stones from the mountains to the sea." for n in range(4)]
@@ -266,8 +266,7 @@ def test_hostile_fields_and_near_limit_lines_through_the_belt(tmp_path, settings
     config = belt_config(tmp_path, {"input": [str(path)], "id_field": "id"})
     out = tmp_path / "out"
     settings = [*settings, "read.max_payload_mb=1", "read.batch_mb=1"]
-    result = run_belt(config, out, settings)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_here(config, out, settings)
     manifest = assert_complete(out)
     assert manifest["counts"]["records_read"] == 6, manifest["counts"]
     rejects = pa.concat_tables([pq.read_table(p) for p in sorted((out / "rejects").glob("*.parquet"))]).to_pylist()

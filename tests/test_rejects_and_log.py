@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import yaml
 from ray.data.datasource import FilenameProvider
 from ray.util.annotations import RayDeprecationWarning
 
-from helpers import CRAWL_SAMPLE, ROOT
+from helpers import CRAWL_SAMPLE, ROOT, cli, run_here
 from pipeline import belt, filtering
 from pipeline.config import PassResources
 from pipeline.config_load import load_config
@@ -32,35 +30,23 @@ STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d ")  # ea
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """`runs(choice)`: (output folder, finished process) of a command-line run with rejects.text: choice,
-    run when first asked for."""
+def runs(tmp_path_factory, ray_session):
+    """`runs(choice)`: (output folder, finished process) of a run with rejects.text: choice, run when first asked
+    for: on the command line for `snippet` (the console's lines are checked), else in this process (no process)."""
     done = {}
 
     def run(choice: str):
         if choice not in done:
             out = tmp_path_factory.mktemp(choice) / "out"
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pipeline",
-                    "run",
-                    str(CONFIG),
-                    "--input",
-                    *map(str, INPUTS),
-                    "--output",
-                    str(out),
-                    "--set",
-                    f"rejects.text={choice}",
-                ],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert result.returncode == 0, result.stderr[-3000:]
-            done[choice] = out, result
+            inputs = [str(path) for path in INPUTS]
+            settings = [f"rejects.text={choice}"]
+            if choice == "snippet":
+                result = cli("run", str(CONFIG), "--input", *inputs, "--output", str(out), "--set", settings[0])
+                assert result.returncode == 0, result.stderr[-3000:]
+                done[choice] = out, result
+            else:
+                run_here(CONFIG, out, settings, inputs=inputs)
+                done[choice] = out, None
         return done[choice]
 
     return run

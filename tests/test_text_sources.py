@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ["realhtml.jsonl", "realhtml.jsonl.gz", "realhtml.jsonl.zst", "realhtml.parquet", "realhtml.warc.wet.gz"]
 
 
-def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_path):
+def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_path, run_here):
     if not make_text_inputs.GROUND_TRUTH.is_file():
         pytest.skip(f"../shared/realhtml not found: {make_text_inputs.GROUND_TRUTH} is missing (real main texts)")
     inputs = tmp_path / "inputs"
@@ -43,15 +43,8 @@ def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_pa
         "mixture": {"budget_tokens": 100000},
     }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
     out = tmp_path / "out"
+    run_here(tmp_path / "c.yaml", out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] and all(manifest["invariants"].values()), manifest["invariants"]
     by_file = {Path(part["file"]).name: part for part in manifest["inputs"]}
@@ -86,7 +79,7 @@ def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_pa
     assert all(" line " in r["detail"] for r in malformed)
 
 
-def test_a_wet_belt_may_leave_out_extract(tmp_path):
+def test_a_wet_belt_may_leave_out_extract(tmp_path, run_here):
     """docs/stages.md: a WET file gives the text, so its belt needs no `extract`; an HTML page a WET-named file
     holds is `read:not_text`, not judged as empty; a WARC of pages without `extract` is one line naming it."""
     fixtures = ROOT / "tests" / "fixtures"
@@ -102,9 +95,7 @@ def test_a_wet_belt_may_leave_out_extract(tmp_path):
         "packing": {"seq_len": 16},
     }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml"), "--output", str(tmp_path / "out")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_here(tmp_path / "c.yaml", tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["complete"] and all(manifest["invariants"].values()), manifest["invariants"]
     by_file = {Path(part["file"]).name: part for part in manifest["inputs"]}
@@ -115,7 +106,7 @@ def test_a_wet_belt_may_leave_out_extract(tmp_path):
 
     config["sources"][0]["input"] = [str(fixtures / "warc" / "crawl-00000.warc.gz")]
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    command[-1] = str(tmp_path / "refused")
+    command = [sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml"), "--output", str(tmp_path / "refused")]
     refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and not (tmp_path / "refused").exists()
     lines = refused.stderr.strip().splitlines()
