@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, cli
+from helpers import ROOT, cli, run_here
 from pipeline.config import ConfigError
 from pipeline.config_load import load_config
-from test_kill_resume import SETTINGS, command, run_and_kill, run_to_end
+from test_kill_resume import INPUTS, SETTINGS, command, run_and_kill
 
 SAMPLE = ROOT / "configs" / "local.yaml"
 
@@ -59,9 +59,9 @@ def test_the_web_app_folder_is_refused_in_one_line_and_left_alone(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
+def finished_run(tmp_path_factory, ray_session) -> Path:
     out = tmp_path_factory.mktemp("finished") / "out"
-    run_to_end(out)
+    run_here(SAMPLE, out, SETTINGS, inputs=INPUTS)
     return out
 
 
@@ -92,7 +92,7 @@ def test_a_rerun_that_fails_or_is_killed_leaves_the_earlier_output_whole(finishe
     for marker in ("filter pass:", "finalize:", "mixture:"):
         assert run_and_kill(out, marker, 0.0, changed), marker
         assert snapshot(out) == before, marker
-    run_to_end(out, changed)
+    run_here(SAMPLE, out, changed, inputs=INPUTS)
     after = snapshot(out)
     assert after != before and json.loads((out / "manifest.json").read_text())["complete"] is True
     assert not (out / "_work").exists()

@@ -32,7 +32,7 @@ def run(config: Path, out: Path, settings: list[str], timeout: float = 900) -> s
 
 @needs_spark
 @pytest.mark.slow
-def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path):
+def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path, run_here):
     """../shared's real crawls (odd, truncated and malformed WARC and ARC files with duplicate captures, and
     one file of real pages): the same docs/ ids, rejects/ reasons and token shards, byte for byte."""
     realdata, realhtml = SHARED / "realdata" / "warc", SHARED / "realhtml" / "warc" / "cleaneval-00001.warc.gz"
@@ -49,7 +49,7 @@ def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path):
     config = tmp_path / "real.yaml"
     config.write_text(yaml.safe_dump(raw))
     settings = [*SETTINGS, "extract.method=resiliparse", "packing.seq_len=256"]  # resiliparse: minutes, not tens
-    run(config, tmp_path / "ray", [*settings, "ray.num_cpus=2"])
+    run_here(config, tmp_path / "ray", settings)  # in this process, on the session's Ray of 2 CPUs
     result = run(config, tmp_path / "spark", [*settings, "engine=spark", "spark.master=local[2]"])
     assert "crawlbelt: spark: embedded, local[2], 2 cores" in result.stderr
     assert_same_output(tmp_path / "ray", tmp_path / "spark")
