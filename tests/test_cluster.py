@@ -67,6 +67,7 @@ def two_node_run(cluster, tmp_path_factory):
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_submitted_job_runs_on_both_nodes(cluster, two_node_run):
     result, out = two_node_run
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
@@ -162,6 +163,7 @@ def test_submit_sends_only_what_the_job_needs(tmp_path):
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3_server, tmp_path):
     """Without one the parts would be built in a temporary folder on each node's own disk."""
     s3_client(s3_server).create_dir("curated")
@@ -201,6 +203,7 @@ def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3
 
 @pytest.mark.cluster
 @pytest.mark.parametrize("other_ray", ["a running ray start cluster", "a killed cluster's address file"])
+@pytest.mark.slow
 def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(other_ray, tmp_path):
     """`ray start` writes the cluster's address to RAY_TMPDIR/ray/ray_current_cluster (by default
     /tmp/ray/...), where ray.init() without an address would find it and join (or fail to join) that cluster.
@@ -344,6 +347,7 @@ def wait_for_the_end(cluster, submission_id: str, timeout: float = 300) -> str:
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(cluster, two_node_run, tmp_path):
     """Runs last in this module: it kills the worker node's processes while a job runs on both nodes."""
     _, reference = two_node_run
@@ -381,6 +385,7 @@ def test_losing_the_worker_node_mid_job_then_a_rerun_gives_the_same_outputs(clus
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_a_job_left_without_cpus_by_a_lost_node_fails_in_one_line_in_bounded_time(tmp_path):
     """The stall path on a real cluster: every CPU is on the worker node (the head has none), so once that
     node is killed nothing can run; the job must end by ray.node_lost_timeout_s with one line naming it."""

@@ -328,6 +328,7 @@ def test_the_belt_with_the_contamination_stage(tmp_path):
 
 @needs_spark
 @pytest.mark.usefixtures("embedded_ray")
+@pytest.mark.slow
 def test_the_same_bytes_on_spark(tmp_path):
     """The stage travels to Spark's Python workers as settings and builds its index there: reject, mask and the
     near detector give Ray's bytes."""

@@ -125,6 +125,7 @@ def test_documents_the_filters_rejected_take_no_part(tmp_path):
     assert verdicts_of(docs, tmp_path, blocks=2, rejected={0, 3}) == {2: "d1"}
 
 
+@pytest.mark.slow
 def test_one_or_two_cpus_give_the_same_bytes(tmp_path):
     outputs = []
     for cpus in (1, 2):

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from helpers import ROOT
 
@@ -144,6 +145,7 @@ def final_files(out: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_killed_runs_rerun_to_the_same_bytes(tmp_path):
     reference = tmp_path / "reference"
     run_to_end(reference, REFERENCE_SETTINGS)

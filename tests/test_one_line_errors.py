@@ -132,6 +132,7 @@ def test_report_mistakes_are_one_line_and_write_nothing(finished_run, tmp_path, 
     assert files_under(tmp_path) == before and files_under(finished_run) == run_before
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_run_is_one_line_and_a_rerun_gives_the_same_docs(finished_run, tmp_path):
     out = tmp_path / "out"
     # As a terminal runs it: a process group of its own with the default SIGINT action (this test's own runner

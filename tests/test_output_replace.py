@@ -72,6 +72,7 @@ def test_a_finished_output_is_marked_and_complete(finished_run):
     assert not (finished_run / "_work").exists()
 
 
+@pytest.mark.slow
 def test_a_rerun_that_fails_or_is_killed_leaves_the_earlier_output_whole(finished_run, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(finished_run, out)

@@ -71,6 +71,7 @@ def fill(disk: Path, leave: int) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_a_rerun_after_freeing_space_finishes(small_disk):
     filler = fill(small_disk, leave=16 * 1024)
     out = small_disk / "out"

@@ -90,6 +90,7 @@ class Shell:
     "`ray stop` stops only this test's Ray and not other Ray runs of this machine",
 )
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_the_readme_two_node_procedure_as_written(tmp_path):
     commands = readme_commands()
     assert len(commands) == 6 and "--working-dir ." in commands[3], commands

@@ -283,6 +283,7 @@ def slow_stage_inputs(tmp_path):
     return outside, inputs
 
 
+@pytest.mark.slow
 def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_and_2_workers(
     tmp_path, slow_stage_inputs
 ):
@@ -588,6 +589,7 @@ def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_
     assert docs.schema.field("length").type == pa.int64()
 
 
+@pytest.mark.slow
 def test_a_select_that_matches_no_document_says_so(tmp_path):
     """With nothing else to draw from, the run stops in one line (exit 2, no docs/) rather than end green
     without token shards; with another source still drawn from, the run goes on and says which source
