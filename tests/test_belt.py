@@ -52,6 +52,7 @@ def test_dry_run_gives_the_expected_table(tmp_path):
     assert rejects["3"]["dup_of"] == rejects["5"]["dup_of"] == kept_ids["0"]
 
 
+@pytest.mark.slow
 def test_dry_run_command_prints_the_table(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "dry")],
@@ -146,6 +147,7 @@ def test_same_bytes_whatever_the_partitioning(tmp_path):
 @pytest.mark.skipif(
     not REALDATA.is_dir(), reason=f"../shared/realdata not found at {REALDATA}: real WARC tests skipped"
 )
+@pytest.mark.slow
 def test_every_real_warc_file_goes_through(tmp_path):
     manifest, out = run_fixture(tmp_path, inputs=[str(REALDATA / "*")])
     counts = manifest["counts"]

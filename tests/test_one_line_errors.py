@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ray._private import ray_constants
 
-from helpers import ROOT, cli
+from helpers import ROOT, cli, run_here
 from pipeline.cli import interrupted, interrupted_line
 from pipeline.config import RAY_OBJECT_STORE_MIN_MB, Config, StorageConfig
 
@@ -47,11 +47,10 @@ def files_under(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    """The bundled sample, run to the end without interruption."""
+def finished_run(tmp_path_factory, ray_session) -> Path:
+    """The bundled sample, run to the end without interruption (in this process)."""
     out = tmp_path_factory.mktemp("finished") / "out"
-    result = subprocess.run(run_command(out), cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_here(ROOT / "configs" / "local.yaml", out)
     return out
 
 

@@ -107,6 +107,7 @@ def test_a_dry_run_does_not_replace_a_real_run(finished_run):
     assert snapshot(finished_run) == before
 
 
+@pytest.mark.slow
 def test_a_run_cut_after_finalize_is_not_taken_for_a_finished_one(tmp_path):
     out = tmp_path / "out"
     assert run_and_kill(out, "finalize:", 0.3)

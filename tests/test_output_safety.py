@@ -119,6 +119,7 @@ def tree(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
+@pytest.mark.slow
 def test_input_and_source_names_cannot_write_outside_the_output(tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()

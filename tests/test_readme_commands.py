@@ -5,6 +5,8 @@ import json
 import re
 import subprocess
 
+import pytest
+
 from helpers import ROOT
 
 
@@ -16,6 +18,7 @@ def two_commands() -> list[str]:
     return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_the_readme_sample_command_runs_as_written():
     sample, tests = two_commands()
     assert tests == "bash scripts/test.sh"

@@ -64,6 +64,7 @@ def rows(folder: Path) -> list[dict]:
         ("none", lambda text: None),
     ],
 )
+@pytest.mark.slow
 def test_rejects_hold_the_text_rejects_text_asks_for(runs, choice, expected):
     full = rows(runs("full")[0] / "rejects")
     rejects = rows(runs(choice)[0] / "rejects")
@@ -84,6 +85,7 @@ def test_rejects_text_is_not_part_of_the_filter_fingerprint():
     assert len({filtering.fingerprint(config, files) for config in configs}) == 1
 
 
+@pytest.mark.slow
 def test_the_console_has_no_warning_and_run_log_has_every_line_and_the_config(runs):
     out, result = runs("snippet")
     console = result.stderr.splitlines()

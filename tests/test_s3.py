@@ -41,6 +41,7 @@ def run(config: Path, env: dict) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
+@pytest.mark.slow
 def test_s3_input_and_output(s3_server, tmp_path, engine):
     s3 = client(s3_server)
     s3.create_dir("crawls")
@@ -112,6 +113,7 @@ def test_s3_output_holding_other_objects_is_refused(s3_server, tmp_path):
     assert s3.get_file_info("other/data/keep-me.txt").type == pafs.FileType.File
 
 
+@pytest.mark.slow
 def test_curated_parquet_source_from_s3(s3_server, tmp_path):
     s3 = client(s3_server)
     s3.create_dir("library")

@@ -67,6 +67,7 @@ def test_credentials_are_masked_in_any_line(monkeypatch):
     assert not any(redact.is_secret_name(name) for name in ["tokens", "max_tokens", "AWS_ACCESS_KEY_ID", "PWD"])
 
 
+@pytest.mark.slow
 def test_no_credential_reaches_the_output_or_the_console(tmp_path):
     out = tmp_path / "out"
     secrets = ["pa55w0rd-x", "hunter2-secret", "sk-very-secret", "hf_envsecret_123456"]

@@ -58,6 +58,7 @@ def test_real_crawls_give_the_same_bytes_on_ray_and_spark(tmp_path, run_here):
 
 
 @needs_spark
+@pytest.mark.slow
 def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path, fixture_crawl_on_ray):
     """The fixture crawl on Spark, its driver killed (with its JVM) once the filter pass has finished a file;
     the rerun reuses that file and gives the bytes of an uninterrupted Ray run."""

@@ -100,6 +100,7 @@ def test_star_hub_not_smallest(spark):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.slow
 def test_random_graphs_match_union_find(spark, seed):
     # Many small components, ids spread out, plus duplicates, both directions and self loops (one node, 5,
     # has only a self loop: it is its own component).

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ["realhtml.jsonl", "realhtml.jsonl.gz", "realhtml.jsonl.zst", "realhtml.parquet", "realhtml.warc.wet.gz"]
 
 
+@pytest.mark.slow
 def test_every_input_format_goes_through_the_belt_with_the_ledger_holding(tmp_path, run_here):
     if not make_text_inputs.GROUND_TRUTH.is_file():
         pytest.skip(f"../shared/realhtml not found: {make_text_inputs.GROUND_TRUTH} is missing (real main texts)")

@@ -91,6 +91,7 @@ def uninterrupted(corpus, tmp_path_factory):
     return data
 
 
+@pytest.mark.slow
 def test_loss_falls_with_bf16_compute_and_fp32_master_weights(uninterrupted):
     steps, events = metrics(uninterrupted)
     assert sorted(steps) == list(range(1, 25))
@@ -427,6 +428,7 @@ def test_ctrl_c_is_one_line_exit_130_and_a_rerun_resumes(corpus, tmp_path):
     assert f"train: {last + 1} steps" in result.stdout
 
 
+@pytest.mark.slow
 def test_ray_workers_the_cluster_cannot_hold_are_one_line(corpus, tmp_path):
     data = fresh_run(corpus, tmp_path / "out")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

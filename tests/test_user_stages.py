@@ -87,6 +87,7 @@ def output_bytes(out: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
+@pytest.mark.slow
 def test_the_worked_example_runs_as_written(tmp_path, engine):
     """docs/stages.md's module, its `stages:` list and its `select`, through the belt over the bundled crawl,
     on either engine (on Spark the user's module is imported by the executors' Python from the working
@@ -332,6 +333,7 @@ def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_a
     assert output_bytes(tmp_path / "killed") == output_bytes(tmp_path / "one")
 
 
+@pytest.mark.slow
 def test_a_stage_that_breaks_the_contract_on_a_worker_stops_the_run_in_one_line(tmp_path, slow_stage_inputs):
     outside, inputs = slow_stage_inputs
     raw = base_config([str(inputs)], tmp_path / "out", stages=["language", {"use": "my_slow_stage:BreaksOnBigBatches"}])
@@ -548,7 +550,8 @@ def test_a_user_stage_setting_that_cannot_work_stops_the_run_in_one_line(tmp_pat
         assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=[needs_spark, pytest.mark.slow])])
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["ray", pytest.param("spark", marks=needs_spark)])
 def test_a_stage_raising_on_every_real_row_stops_the_run_in_one_line(tmp_path, engine):
     write_jsonl(tmp_path / "in.jsonl", 0, 6)
     config = base_config(
@@ -572,6 +575,7 @@ def test_a_stage_raising_on_every_real_row_stops_the_run_in_one_line(tmp_path, e
     assert not (tmp_path / "out" / "docs").exists()
 
 
+@pytest.mark.slow
 def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_path):
     """`since: 2024-01-01` reaches the stage as a date and the manifest as ISO text; a NaN score is
     `dated:no_score`, not kept; an int32 Arrow column is written as the declared int64."""
@@ -622,6 +626,7 @@ def test_a_select_that_matches_no_document_says_so(tmp_path):
     assert manifest["mixture"]["warnings"] == [line] and manifest["tokens"]["sequences"] > 0
 
 
+@pytest.mark.slow
 def test_validate_notes_a_stage_raising_on_the_probe_batch_and_the_run_stops_on_real_documents(tmp_path):
     """The probe batch is made up, so a stage may fairly fail on it (a parser of one kind of document):
     validate says so and goes on; the run stops once real documents show the stage broken."""
