@@ -278,7 +278,7 @@ TOKENS_STEPS = [
         section="tokenizer",
         summary="byte-level BPE trained on the curated documents (deterministic), or a given `tokenizer.json` "
         "(its truncation and padding ignored, with a warning); every document encoded once per batch "
-        "on Ray Data (tiktoken where it gives the same ids); a document's text never yields a special "
+        "on either engine (tiktoken where it gives the same ids); a document's text never yields a special "
         "token's id",
     ),
     StageSpec(
