@@ -6,8 +6,6 @@ named rejects."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from testdata import make_text_inputs
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT, cli
+from testdata import make_text_inputs
 
 FORMATS = ["realhtml.jsonl", "realhtml.jsonl.gz", "realhtml.jsonl.zst", "realhtml.parquet", "realhtml.warc.wet.gz"]
 
@@ -107,8 +105,7 @@ def test_a_wet_belt_may_leave_out_extract(tmp_path, run_here):
 
     config["sources"][0]["input"] = [str(fixtures / "warc" / "crawl-00000.warc.gz")]
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "pipeline", "run", str(tmp_path / "c.yaml"), "--output", str(tmp_path / "refused")]
-    refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    refused = cli("run", str(tmp_path / "c.yaml"), "--output", str(tmp_path / "refused"), timeout=120)
     assert refused.returncode == 2 and not (tmp_path / "refused").exists()
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("config error: stages: WARC/ARC sources need `extract`"), lines
