@@ -76,7 +76,7 @@ def batch(size: str, seed: int):
 
 def synchronize():
     if DEVICE == "cuda":
-        synchronize()
+        torch.cuda.synchronize()
 
 
 def throughput(size: str, peak: float, warmup: int = 3, steps: int = 20) -> dict:
