@@ -3,6 +3,7 @@ to be imported); the markers (slow, cluster, browser, gpu) are registered in pyp
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -11,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS
+from helpers import CONFIGS, FIXTURES, SPARK_JVM_OPTIONS, SPARK_SETTINGS
 from helpers import run_here as run_here_
 from ray_cluster import free_ports
+
+# Every JVM a test starts, in this process or in its subprocesses: drivers (local or spark-submit) and the
+# standalone harness's daemons; the README's blocks clear these, as a user's shell would not have them.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_JVM_OPTIONS)
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", SPARK_JVM_OPTIONS)
 
 
 def pytest_collection_modifyitems(items):

@@ -31,6 +31,11 @@ def spark_missing() -> str | None:
     return None
 
 
+# The JVM flags of the tests' Spark: a test's JVM lives for seconds on a few hundred records, and on 2 cores the
+# optimizing compiler's threads and the parallel collector cost more than they give back (a Spark run of the
+# sample: 39 CPU-s with the JVM's defaults, 27 with these). They change how fast the JVM is, not what Spark does.
+SPARK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 needs_spark = pytest.mark.skipif(spark_missing() is not None, reason=str(spark_missing()))
 
 
