@@ -156,15 +156,19 @@ class LocalCluster:
         _kill_group(self.worker, signal.SIGKILL)
 
     def stop(self) -> None:
+        """SIGTERM to each node's processes, then SIGKILL to what is left after 5 s: the GCS server and the
+        autoscaler's monitor outlive SIGTERM by 30 s (Ray 2.60), and `ray start --block` waits for them."""
         for process in (self.worker, self.head):
             _kill_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + 5
         for process in (self.worker, self.head):
             if process is not None:
                 try:
-                    process.wait(timeout=30)
+                    process.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     pass
-                _kill_group(process, signal.SIGKILL)  # whatever did not stop on SIGTERM
+                _kill_group(process, signal.SIGKILL)
+                process.wait()
 
 
 def _kill_group(process: subprocess.Popen | None, sig: int) -> None:

@@ -204,33 +204,29 @@ def test_an_s3_output_on_several_nodes_needs_a_shared_staging_folder(cluster, s3
 @pytest.mark.cluster
 @pytest.mark.parametrize("other_ray", ["a running ray start cluster", "a killed cluster's address file"])
 @pytest.mark.slow
-def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(other_ray, tmp_path):
+def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(other_ray, cluster, tmp_path):
     """`ray start` writes the cluster's address to RAY_TMPDIR/ray/ray_current_cluster (by default
     /tmp/ray/...), where ray.init() without an address would find it and join (or fail to join) that cluster.
-    The run is given the cluster's RAY_TMPDIR, so that it would find the file."""
-    other = LocalCluster(head_cpus=1, worker_cpus=None)
-    try:
-        if other_ray == "a running ray start cluster":
-            other.start()
-        else:  # a cluster killed with SIGKILL leaves its file behind, naming a port where nothing listens now
-            other.address_file.parent.mkdir()
-            other.address_file.write_text(f"127.0.0.1:{free_ports(1)[0]}")
-        assert other.address_file.exists()
-        env = {**os.environ, "RAY_TMPDIR": other.temp_dir}
-        env.pop("RAY_ADDRESS", None)
-        result = subprocess.run(
-            [sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "out")],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            cwd=ROOT,
-        )
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-        assert "crawlbelt: ray: embedded on this machine, " in result.stderr, result.stderr[-4000:]
-        assert "joined" not in result.stderr
-    finally:
-        other.stop()
+    The run is given the cluster's RAY_TMPDIR, so that it would find the file: the module's running cluster's,
+    or that of one killed with SIGKILL, whose file is left behind naming a port where nothing listens now."""
+    other = cluster if other_ray == "a running ray start cluster" else LocalCluster()  # the latter never started
+    if other is not cluster:
+        other.address_file.parent.mkdir()
+        other.address_file.write_text(f"127.0.0.1:{free_ports(1)[0]}")
+    assert other.address_file.exists()
+    env = {**os.environ, "RAY_TMPDIR": other.temp_dir}
+    env.pop("RAY_ADDRESS", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    assert "crawlbelt: ray: embedded on this machine, " in result.stderr, result.stderr[-4000:]
+    assert "joined" not in result.stderr
 
 
 class FakeCluster:

@@ -50,8 +50,9 @@ def processes_of_session(sid: int) -> list[int]:
     return pids
 
 
-def run_block(block: str, env: dict) -> list[int]:
-    """Run BLOCK to its end (it must succeed); returns the pids of its processes still there 30 s later."""
+def run_block(block: str, env: dict) -> tuple[str, list[int]]:
+    """Run BLOCK to its end (it must succeed); returns its output and the pids of its processes still there 30 s
+    later."""
     shell = subprocess.Popen(
         ["bash", "-euo", "pipefail", "-c", block],
         cwd=ROOT,
@@ -67,7 +68,7 @@ def run_block(block: str, env: dict) -> list[int]:
         deadline = time.monotonic() + 30  # the JVMs' shutdown after SIGTERM
         while (left := processes_of_session(shell.pid)) and time.monotonic() < deadline:
             time.sleep(0.5)
-        return left
+        return output, left
     finally:
         # what the block left (it failed, or its kill missed some): its own processes, by their session
         for pid in processes_of_session(shell.pid):
@@ -93,9 +94,11 @@ def test_the_readme_spark_blocks_as_written():
     # a user's shell: no Spark setting that this process or an earlier test left; the block says what it needs
     env = {name: value for name, value in os.environ.items() if not name.startswith(("SPARK_", "PYSPARK_"))}
 
-    assert run_block(embedded, env) == []
-    left = run_block(cluster, env)
+    assert run_block(embedded, env)[1] == []
+    output, left = run_block(cluster, env)
     assert left == [], f"the block's `kill $(jobs -p)` left processes running: {left}"
+    # crawlbelt's line, on spark-submit's stdout, where Spark's PythonRunner sends the Python driver's stderr
+    assert "crawlbelt: spark: submitted to spark://127.0.0.1:7078, 2 cores" in output, output[-3000:]
 
     for out in outputs:
         assert_complete(out)
