@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from helpers import CONFIGS, FIXTURES, ROOT
+from helpers import CONFIGS, FIXTURES, ROOT, cli
 from pipeline.config_read import read_config
 from pipeline.submit import job_files
 from ray_cluster import RAY, LocalCluster, cluster_env, free_ports
@@ -216,14 +216,7 @@ def test_an_embedded_run_starts_its_own_ray_whatever_other_ray_the_machine_has(o
     assert other.address_file.exists()
     env = {**os.environ, "RAY_TMPDIR": other.temp_dir}
     env.pop("RAY_ADDRESS", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline", "dry-run", "--output", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=ROOT,
-    )
+    result = cli("dry-run", "--output", str(tmp_path / "out"), env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
     assert "crawlbelt: ray: embedded on this machine, " in result.stderr, result.stderr[-4000:]
     assert "joined" not in result.stderr
