@@ -21,8 +21,8 @@ from test_user_stages import PYTHON, base_config, write_jsonl
 
 KILLERS = """
 import ctypes
-import hashlib
 import os
+import signal
 
 
 def _hits(batch):
@@ -46,8 +46,9 @@ class Segfaults:
 
 class StuckInC:
     def __call__(self, batch):
-        if _hits(batch):  # hours in one C call that never looks at signals
-            hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 2**31 - 1)
+        if _hits(batch):  # for ever in one C call (without the GIL) that never looks at signals
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP})
+            ctypes.CDLL(None).pause()
         return {}
 
 

@@ -30,11 +30,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Blocks every signal but SIGKILL and backtracks for ever in C holding the GIL: a C extension stuck on a page.
+# Blocks every signal but SIGKILL and waits for ever in C holding the GIL: a C extension stuck on a page
+# (waiting, not computing, so that the stuck processes leave the machine's cores to the other tests).
 STUCK = (
-    "import re, signal; "
+    "import ctypes, signal; "
     "signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP}); "
-    "re.match(r'(x+x+)+y', 'x' * 60)"
+    "ctypes.PyDLL(None).pause()"
 )
 
 

@@ -304,12 +304,10 @@ def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_a
     manifest = json.loads((tmp_path / "one" / "manifest.json").read_text())
     assert manifest["counts"]["rejected_by_reason"]["slow:odd"] == 60
     assert manifest["counts"]["kept"] == 60 and all(manifest["invariants"].values())
-    two = run_cli(["run", str(config("two", 2))], tmp_path, outside)
-    assert two.returncode == 0, two.stderr[-3000:]
-    assert output_bytes(tmp_path / "one") == output_bytes(tmp_path / "two")
 
-    # kill -9 once some files are through the filter pass, then rerun: it goes on from there, same bytes
-    killed = config("killed", 1, wait_s=0.3)
+    # on 2 workers, killed -9 once some files are through the filter pass, then rerun: it goes on from there,
+    # and ends with the bytes of the uninterrupted run on 1 worker
+    killed = config("killed", 2, wait_s=0.3)
     process = subprocess.Popen(
         [PYTHON, "-m", "pipeline", "run", str(killed)],
         cwd=tmp_path,
