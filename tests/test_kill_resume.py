@@ -71,8 +71,8 @@ def command(out: Path, settings: list[str] = SETTINGS) -> list[str]:
     ]
 
 
-def run_to_end(out: Path, settings: list[str] = SETTINGS) -> None:
-    result = subprocess.run(command(out, settings), cwd=ROOT, capture_output=True, text=True, timeout=300)
+def run_to_end(out: Path) -> None:
+    result = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
 
 
