@@ -205,8 +205,7 @@ def command(argv=None) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(interrupted_line(config), file=sys.stderr)
-        return 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+        return stopped_by_interrupt(config)
     except belt.OutputError as exc:
         print(with_log(f"output error: {exc}", exc), file=sys.stderr)
         return 2
@@ -218,8 +217,7 @@ def command(argv=None) -> int:
         return 2
     except Exception as exc:
         if interrupted(exc):  # py4j, cleaning up after Ctrl-C, raises its own error over the interrupt
-            print(interrupted_line(config), file=sys.stderr)
-            return 130
+            return stopped_by_interrupt(config)
         broken = stage_error(exc)
         if broken is not None:
             print(with_log(f"stage error: {broken}", exc), file=sys.stderr)
@@ -319,6 +317,15 @@ def output_plan(config) -> str:
 
     kind = output_kind(config.output, config.storage)
     return "a new output" if kind == "empty" else f"replaces the earlier crawlbelt output there (a {kind})"
+
+
+def stopped_by_interrupt(config) -> int:
+    """The one line of a run stopped by Ctrl-C. The interrupt can land inside the engine's constructors (Ray
+    Data's Dataset), and those half-built objects complain from __del__ as they are collected at exit: after the
+    line, such complaints are dropped so that it stays the last line."""
+    print(interrupted_line(config), file=sys.stderr)
+    sys.unraisablehook = lambda unraisable: None
+    return 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 def interrupted_line(config) -> str:

@@ -175,6 +175,32 @@ def test_the_interrupted_line_says_whether_a_rerun_resumes(output, staging, resu
     assert line.startswith("crawlbelt: interrupted; ") and (line == INTERRUPTED) == resumes
 
 
+HALF_BUILT_AT_EXIT = """
+import sys
+from pipeline.cli import stopped_by_interrupt
+from pipeline.config import Config
+
+
+class HalfBuilt:  # as Ray Data's Dataset when Ctrl-C lands in its constructor: __del__ reads a missing field
+    def __init__(self):
+        raise KeyboardInterrupt
+
+    def __del__(self):
+        self.never_set
+
+
+try:
+    HalfBuilt()
+except KeyboardInterrupt:
+    sys.exit(stopped_by_interrupt(Config(output="out/run")))
+"""
+
+
+def test_objects_cut_short_by_the_interrupt_do_not_print_after_its_line():
+    result = subprocess.run([sys.executable, "-c", HALF_BUILT_AT_EXIT], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 130 and result.stderr.strip() == INTERRUPTED, result.stderr
+
+
 def py4j_cleaning_up_after_ctrl_c():
     """What py4j does when Ctrl-C cuts a call to the JVM short, and the JVM, which got the SIGINT too, is gone."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
