@@ -12,14 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CONFIGS, FIXTURES, SPARK_JVM_OPTIONS, SPARK_SETTINGS
+from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, build_spark_class_archive, spark_jvm_options
 from helpers import run_here as run_here_
 from ray_cluster import free_ports
 
-# Every JVM a test starts, in this process or in its subprocesses: drivers (local or spark-submit) and the
-# standalone harness's daemons; the README's blocks clear these, as a user's shell would not have them.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_JVM_OPTIONS)
-os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", SPARK_JVM_OPTIONS)
+
+def pytest_configure(config):
+    """The JVM flags of every JVM a test starts, in this process or in its subprocesses: drivers (local or
+    spark-submit) and the standalone harness's daemons (the README's blocks pass them on through
+    JAVA_TOOL_OPTIONS). The class archive is built first, by the controller alone (xdist's workers start later)."""
+    if not hasattr(config, "workerinput"):
+        build_spark_class_archive()
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", spark_jvm_options())
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", spark_jvm_options())
 
 
 def pytest_collection_modifyitems(items):

@@ -21,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from helpers import SPARK_JVM_OPTIONS
+from helpers import spark_jvm_options
 from ray_cluster import free_ports
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -240,7 +240,7 @@ class SparkCluster:
             # connection drop first, they do, and 4 (the cluster default, said here because a lost worker relies
             # on it; local mode's is 1) lets them run again.
             "spark.task.maxFailures": "4",
-            "spark.executor.extraJavaOptions": SPARK_JVM_OPTIONS,  # as the daemons' (conftest)
+            "spark.executor.extraJavaOptions": spark_jvm_options(),  # as the daemons' (conftest)
             **(conf or {}),
         }
         conf_args = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SPARK_JVM_OPTIONS, assert_complete, assert_same_output, needs_spark
+from helpers import ROOT, assert_complete, assert_same_output, needs_spark, spark_jvm_options
 
 pytestmark = [needs_spark, pytest.mark.cluster, pytest.mark.slow]
 HEADING = "## On Spark"
@@ -93,9 +93,9 @@ def test_the_readme_spark_blocks_as_written():
             old.unlink()
     # a user's shell: no Spark setting that this process or an earlier test left; the block says what it needs
     env = {name: value for name, value in os.environ.items() if not name.startswith(("SPARK_", "PYSPARK_"))}
-    # but the tests' JVM flags (helpers.SPARK_JVM_OPTIONS: how fast a JVM is, not what Spark does) for every JVM
+    # but the tests' JVM flags (helpers.spark_jvm_options: how fast a JVM is, not what Spark does) for every JVM
     # the blocks start, executors included, which inherit their worker's environment
-    env["JAVA_TOOL_OPTIONS"] = SPARK_JVM_OPTIONS
+    env["JAVA_TOOL_OPTIONS"] = spark_jvm_options()
 
     assert run_block(embedded, env)[1] == []
     output, left = run_block(cluster, env)
