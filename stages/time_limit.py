@@ -1,7 +1,8 @@
 """A time limit on a call: users' stages, and extraction inside its child process.
 
 SIGALRM interrupts Python code at the limit (the `re` module's matching too). It cannot interrupt a C call
-that does not return to Python; for that, a watchdog thread ends the worker process at twice the limit. The
+that does not return to Python; for that, a watchdog thread ends the worker process at twice the limit, and no
+sooner than WATCHDOG_MIN_S past it: on a loaded machine an interrupted call may wait that long for a core. The
 filter pass has noted the stage and file (pipeline/filtering.py's crash marker), so the run stops in one line
 naming them instead of the worker hanging for ever. Signals are handled only in the main thread; elsewhere the call runs unbounded.
 """
@@ -15,13 +16,16 @@ import threading
 import time
 
 
+WATCHDOG_MIN_S = 5.0  # a call 0.2 s over a 0.2 s limit is a busy machine, not C code that never returns
+
+
 class TimeLimitExceeded(BaseException):
     """Raised at the limit. A BaseException so that a stage's own `except Exception` does not swallow it."""
 
 
 def call_with_time_limit(seconds: float | None, function, *args, end_process: bool = True):
     """function(*args), or TimeLimitExceeded once it has run `seconds`; with `end_process`, the process ends
-    at 2 x `seconds` if the call has not returned by then."""
+    at 2 x `seconds` (at least `seconds` + WATCHDOG_MIN_S) if the call has not returned by then."""
     if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread():
         return function(*args)
 
@@ -33,10 +37,11 @@ def call_with_time_limit(seconds: float | None, function, *args, end_process: bo
             raise TimeLimitExceeded()
 
     returned = threading.Event()
+    end_at = seconds + max(seconds, WATCHDOG_MIN_S)
 
     def watchdog():
-        if not returned.wait(2 * seconds):
-            sys.stderr.write(f"a call ran {2 * seconds:g} s without returning to Python; ending its worker\n")
+        if not returned.wait(end_at):
+            sys.stderr.write(f"a call ran {end_at:g} s without returning to Python; ending its worker\n")
             sys.stderr.flush()
             os._exit(70)  # EX_SOFTWARE: the driver reads the crash marker and names the stage and file
 
