@@ -338,10 +338,11 @@ STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 def interrupted(exc: BaseException) -> bool:
-    """Whether a Ctrl-C is behind an exception: one raised while the interrupt was being handled."""
-    from pipeline.engine import error_chain
+    """Whether a Ctrl-C is behind an exception: one raised while the interrupt was being handled, or while the
+    engine still owed one that Python swallowed (PySpark's handler cancels the running jobs as it raises)."""
+    from pipeline import engine
 
-    return any(isinstance(error, KeyboardInterrupt) for error in error_chain(exc))
+    return engine.interrupted() or any(isinstance(error, KeyboardInterrupt) for error in engine.error_chain(exc))
 
 
 def stage_error(exc: BaseException) -> str | None:

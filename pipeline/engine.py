@@ -18,6 +18,7 @@ default; a function over items gets one task's items as one table.
     Shared(value)                                 a value sent once to every worker; `.value` reads it
     cpu_count(), nodes_alive()
     worker_died(error)                            whether a task failed because its worker process died
+    failed_item(error)                            which item's task that was, where the engine's error says
 
 and to run a belt: start(config), watch(config) (a context that notices lost nodes), stop().
 """
@@ -25,10 +26,15 @@ and to run a belt: start(config), watch(config) (a context that notices lost nod
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 
 ENGINES = ("ray", "spark")
 _current: ModuleType | None = None
+# A Ctrl-C that Python could not raise: it landed in a finalizer (py4j's weakref callbacks, PySpark's SIGINT
+# handler raising there), where Python prints it and goes on. The run still stops, at its next primitive.
+_swallowed_interrupt = False
+_unraisablehook = sys.unraisablehook
 
 
 def use(name: str) -> ModuleType:
@@ -42,12 +48,38 @@ def use(name: str) -> ModuleType:
 
 def current() -> ModuleType:
     """The engine in use; Ray until a run or test says otherwise."""
+    if _swallowed_interrupt:
+        raise KeyboardInterrupt
     return _current or use("ray")
 
 
 def start(config) -> None:
     """Start (or join) the engine `config.engine` names, and check that it can run the belt's tasks."""
+    keep_swallowed_interrupts()
     use(config.engine).start(config)
+
+
+def keep_swallowed_interrupts() -> None:
+    """From now on, a Ctrl-C that Python swallows stops the run at its next primitive; one from before is
+    forgotten (a process that runs the belt again, as the tests do)."""
+    global _swallowed_interrupt, _unraisablehook
+    _swallowed_interrupt = False
+    if sys.unraisablehook is not _keep_interrupt:
+        _unraisablehook, sys.unraisablehook = sys.unraisablehook, _keep_interrupt
+
+
+def interrupted() -> bool:
+    """Whether a Ctrl-C that Python swallowed is still owed (an engine's error over it is the interrupt's)."""
+    return _swallowed_interrupt
+
+
+def _keep_interrupt(unraisable) -> None:
+    """sys.unraisablehook: remember a swallowed Ctrl-C (said once, by the run's last line), pass on the rest."""
+    global _swallowed_interrupt
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _swallowed_interrupt = True
+    else:
+        _unraisablehook(unraisable)
 
 
 def stop() -> None:
@@ -97,6 +129,10 @@ def nodes_alive() -> int:
 
 def worker_died(error: BaseException) -> bool:
     return current().worker_died(error)
+
+
+def failed_item(error: BaseException) -> int | None:
+    return current().failed_item(error)
 
 
 def error_chain(error: BaseException | None):

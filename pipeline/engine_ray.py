@@ -206,6 +206,11 @@ def worker_died(error: BaseException) -> bool:
     return any(isinstance(e, died) or any(kind.__name__ in str(e) for kind in died) for e in error_chain(error))
 
 
+def failed_item(error: BaseException) -> int | None:
+    """None: Ray's error does not say; the other tasks' workers live on, so the driver finds the dead one."""
+    return None
+
+
 def node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 

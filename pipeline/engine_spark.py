@@ -1,5 +1,5 @@
 """The Spark engine (engine: spark): the primitives of pipeline/engine.py as Spark jobs. The only module, with
-pipeline/spark_components.py, that knows Spark.
+pipeline/spark_components.py and pipeline/spark_daemon.py, that knows Spark.
 
 Every primitive is a DataFrame of work items (input files, jobs), one task per item unless said otherwise,
 mapped with `DataFrame.mapInArrow`: the task runs the pass's function over Arrow tables, as on Ray. Rows
@@ -72,6 +72,7 @@ def start(config: Config) -> None:
             conf.setdefault("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
     conf.setdefault("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
+    conf.setdefault("spark.python.daemon.module", "pipeline.spark_daemon")
     for key, value in conf.items():
         builder = builder.config(key, value)
     for key, unused in (("ray", config.ray != RayConfig()), ("resources", config.resources != ResourcesConfig())):
@@ -168,6 +169,14 @@ def worker_died(error: BaseException) -> bool:
     """Whether a task failed because its Python worker process died (on every one of its
     spark.task.maxFailures tries; an embedded Spark tries once)."""
     return "Python worker exited unexpectedly" in str(error)
+
+
+def failed_item(error: BaseException) -> int | None:
+    """The position of the item whose task ended the job, from Spark's "Task N in stage S failed" (a map_items
+    task is one partition of one item). Spark then kills the workers of the other tasks still running, so
+    the driver cannot tell the one that died on its own from those by their processes."""
+    found = re.search(r"\bTask (\d+) in stage [\d.]+ failed", str(error))
+    return int(found.group(1)) if found else None
 
 
 class Shared:

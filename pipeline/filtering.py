@@ -53,7 +53,7 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(".*.tmp"):  # a file being written when the run was killed
         stale.unlink()
-    pending = [
+    pending: list[dict] = [
         {"file_index": i, "path": path, "source": source}
         for i, (path, source) in enumerate(files)
         if not (folder / part_name(i)).exists()
@@ -67,7 +67,9 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
         try:
             results = engine.map_items(filter_file, pending, config.resources.filter)
         except Exception as error:
-            crashed = crashed_in(folder) if engine.worker_died(error) else None
+            index = engine.failed_item(error)
+            named = None if index is None else pending[index]["file_index"]
+            crashed = crashed_in(folder, named) if engine.worker_died(error) else None
             if crashed is None:
                 raise
             raise StageCrashError(
@@ -94,11 +96,13 @@ def marker_name(file_index: int) -> str:
     return f".{part_name(file_index)}.stage.tmp"
 
 
-def crashed_in(folder: Path) -> dict | None:
-    """The stage and file a worker process was in when it died, from the markers of the files not done:
-    one whose process on this machine is gone, else one on another node, else any (a process not yet reaped)."""
+def crashed_in(folder: Path, file_index: int | None = None) -> dict | None:
+    """The stage and file a worker process was in when it died, from the markers of the files not done: that
+    of `file_index` where the engine named it, else one whose process on this machine is gone, else one on
+    another node, else any (a process not yet reaped)."""
+    named = folder / marker_name(file_index) if file_index is not None else None
     found = []
-    for marker in sorted(folder.glob(".file-*.stage.tmp")):
+    for marker in [named] if named and named.exists() else sorted(folder.glob(".file-*.stage.tmp")):
         try:
             found.append(json.loads(marker.read_text()))
         except (OSError, ValueError):  # being written, or removed as its file finished

@@ -5,7 +5,9 @@ run has a timeout, so a run that hangs fails the test instead of hanging it."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,12 +19,14 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_same_output, needs_spark
+from pipeline import engine_spark, filtering
 from test_user_stages import PYTHON, base_config, write_jsonl
 
 KILLERS = """
 import ctypes
 import os
 import signal
+import time
 
 
 def _hits(batch):
@@ -34,6 +38,18 @@ class Exits:
     def __call__(self, batch):
         if _hits(batch):
             os._exit(1)
+        return {}
+
+
+class ExitsBesideSlowOnes:
+    # Exits on page 7's file while the other files' tasks are still running: Spark then kills their workers
+    # too, and the driver must still name the file that did it.
+
+    def __call__(self, batch):
+        if _hits(batch):
+            os._exit(1)
+        if batch.num_rows > 2:
+            time.sleep(20)
         return {}
 
 
@@ -75,7 +91,7 @@ def config_with_stage(tmp_path: Path, target: str, **extra) -> Path:
     inputs.mkdir()
     for f in range(3):
         write_jsonl(inputs / f"part-{f}.jsonl", f * 5, 5)
-    stage = {"use": f"killers:{target}", "timeout_s": 0.5}
+    stage = {"use": f"killers:{target}", "timeout_s": 30 if target == "ExitsBesideSlowOnes" else 0.5}
     raw = base_config([str(inputs)], tmp_path / "out", stages=["language", stage], **extra)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw))
@@ -89,7 +105,7 @@ def config_with_stage(tmp_path: Path, target: str, **extra) -> Path:
         ("ray", "Exits"),
         ("ray", "Segfaults"),
         ("ray", "StuckInC"),
-        pytest.param("spark", "Exits", marks=needs_spark),
+        pytest.param("spark", "ExitsBesideSlowOnes", marks=needs_spark),
         pytest.param("spark", "StuckInC", marks=needs_spark),
     ],
 )
@@ -99,10 +115,25 @@ def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_fi
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "\tat org.apache" not in done.stderr, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
-    name = "stuck_in_c" if target == "StuckInC" else target.lower()
+    name = re.sub(r"(?<!^)(?=[A-Z])", "_", target).lower()
     assert last.startswith(f"stage error: stage {name} ended its worker process "), last
     assert f"while on {tmp_path / 'inputs' / 'part-1.jsonl'}," in last, last
     assert not (tmp_path / "out" / "docs").exists()
+
+
+def test_the_file_the_engine_names_is_blamed_though_other_workers_are_gone_too(tmp_path):
+    """Spark kills the workers of a failed job's other tasks: their markers then look like the crash's own.
+    The file whose task Spark's error names (engine_spark.failed_item) is the one blamed."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for index, stage in [(0, "language"), (1, "exits")]:
+        at = {"stage": stage, "path": f"part-{index}.jsonl", "pid": gone.pid, "host": socket.gethostname()}
+        (tmp_path / filtering.marker_name(index)).write_text(json.dumps(at))
+    assert filtering.crashed_in(tmp_path)["stage"] == "language"  # the first of two alike
+    assert filtering.crashed_in(tmp_path, 1) == {**at, "stage": "exits"}
+    error = "Job aborted due to stage failure: Task 1 in stage 3.0 failed 4 times, most recent failure: ..."
+    assert engine_spark.failed_item(RuntimeError(error)) == 1
+    assert engine_spark.failed_item(RuntimeError("Python worker exited unexpectedly (crashed)")) is None
 
 
 def closed_port() -> int:
