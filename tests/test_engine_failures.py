@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_same_output, needs_spark
-from pipeline import engine_spark, filtering
+from pipeline import filtering
 from test_user_stages import PYTHON, base_config, write_jsonl
 
 KILLERS = """
@@ -121,9 +121,12 @@ def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_fi
     assert not (tmp_path / "out" / "docs").exists()
 
 
+@needs_spark
 def test_the_file_the_engine_names_is_blamed_though_other_workers_are_gone_too(tmp_path):
     """Spark kills the workers of a failed job's other tasks: their markers then look like the crash's own.
     The file whose task Spark's error names (engine_spark.failed_item) is the one blamed."""
+    from pipeline import engine_spark
+
     gone = subprocess.Popen(["true"])
     gone.wait()
     for index, stage in [(0, "language"), (1, "exits")]:
