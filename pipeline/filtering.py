@@ -67,9 +67,11 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
         try:
             results = engine.map_items(filter_file, pending, config.resources.filter)
         except Exception as error:
-            index = engine.failed_item(error)
-            named = None if index is None else pending[index]["file_index"]
-            crashed = crashed_in(folder, named) if engine.worker_died(error) else None
+            crashed = None
+            if engine.worker_died(error):
+                index = engine.failed_item(error)
+                named = pending[index]["file_index"] if index is not None and index < len(pending) else None
+                crashed = crashed_in(folder, named)
             if crashed is None:
                 raise
             raise StageCrashError(
