@@ -59,13 +59,11 @@ def call_with_time_limit(seconds: float | None, function, *args, end_process: bo
             raise TimeLimitExceeded()
         return result
     finally:
+        # First, before anything that could let an alarm's handler run: from here a late alarm does nothing.
+        # (An alarm landing in the lines below would raise out of this block with the timer still repeating.)
+        armed.clear()
+        signal.setitimer(signal.ITIMER_REAL, 0)
         returned.set()
-        while armed:  # an alarm may still land here, before the timer is off: then try again
-            try:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                armed.clear()  # from here a late alarm does nothing
-            except TimeLimitExceeded:
-                pass
         # None means the old handler was not set from Python; the default is the best we can restore.
         signal.signal(signal.SIGALRM, previous_handler if previous_handler is not None else signal.SIG_DFL)
         if previous_delay > 0:

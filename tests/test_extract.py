@@ -9,6 +9,7 @@ import re
 import signal
 import threading
 import time
+import types
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pytest
 from helpers import SHARED
 from stages import blocks
 from stages.extract import METHODS, Extract, decode_html, drop_short_lines
+from stages import time_limit
 from stages.time_limit import TimeLimitExceeded, call_with_time_limit
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
 
@@ -221,6 +223,27 @@ def test_a_swallowed_alarm_still_times_the_page_out():
     with pytest.raises(TimeLimitExceeded):
         call_with_time_limit(0.05, swallows_every_alarm, end_process=False)
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_an_alarm_landing_as_the_call_ends_leaves_nothing_armed(monkeypatch):
+    # The call returns in time, but the alarm lands while it is being wrapped up (here: setting the watchdog's
+    # event takes longer than the limit). Its result must come back and no timer may stay armed: in the
+    # extraction child such an alarm once raised later, while the result was written, and killed the child.
+    class SlowEvent(threading.Event):
+        def set(self):
+            time.sleep(0.2)
+            super().set()
+
+    slow = types.SimpleNamespace(
+        Event=SlowEvent,
+        Thread=threading.Thread,
+        current_thread=threading.current_thread,
+        main_thread=threading.main_thread,
+    )
+    monkeypatch.setattr(time_limit, "threading", slow)
+    assert call_with_time_limit(0.05, lambda: "done", end_process=False) == "done"
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    time.sleep(0.05)  # a repeating timer left behind would raise here
 
 
 def test_an_outer_timer_survives():
