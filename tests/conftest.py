@@ -46,17 +46,7 @@ def ray_session():
     from pipeline.config import RayConfig
     from pipeline.engine_ray import start_ray
 
-    # Its workers import the users' stages that the tests define in tests/ (test_user_stages:...), as a user's
-    # PYTHONPATH lets theirs; the tests' own subprocesses are started with the environment as it was.
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), before]))
-    try:
-        start_ray(RayConfig(num_cpus=2))
-    finally:
-        if before is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = before
+    start_ray(RayConfig(num_cpus=2))
     yield
     ray.shutdown()
 
