@@ -60,7 +60,7 @@ def call_with_time_limit(seconds: float | None, function, *args, end_process: bo
         return result
     finally:
         # First, before anything that could let an alarm's handler run: from here a late alarm does nothing.
-        # (An alarm landing in the lines below would raise out of this block with the timer still repeating.)
+        # (Had the watchdog been told first, an alarm landing there raised out of this block, timer still on.)
         armed.clear()
         signal.setitimer(signal.ITIMER_REAL, 0)
         returned.set()
