@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -37,11 +39,14 @@ def load(urls: list[str], timeout: float = 60) -> list[dict]:
     """For each url: {"title", "images": [{alt, complete, width, height, shown}], "errors": [text]}."""
     executable = chromium()
     assert executable is not None  # callers skip without Chromium
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helpers (renderer, crash handler) outlive its main process by a moment and may still write to the
+    # profile as it is removed: they run in a process group of their own, which is stopped whole first.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [executable, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
@@ -53,8 +58,20 @@ def load(urls: list[str], timeout: float = 60) -> list[dict]:
             port = int(port_file.read_text().splitlines()[0])
             return asyncio.run(asyncio.wait_for(_load_all(port, urls), timeout))
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to Chromium's process group, SIGKILL to what is left of it after 10 s; returns once it is gone
+    (or, should a zombie linger unreaped, after 15 s)."""
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=30)
+    for tick in range(300):
+        try:
+            os.killpg(process.pid, signal.SIGKILL if tick >= 200 else 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 async def _load_all(port: int, urls: list[str]) -> list[dict]:
