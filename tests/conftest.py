@@ -18,11 +18,19 @@ from ray_cluster import free_ports
 
 
 def pytest_configure(config):
-    """The JVM flags of every JVM a test starts, in this process or in its subprocesses: drivers (local or
-    spark-submit) and the standalone harness's daemons (the README's blocks pass them on through
-    JAVA_TOOL_OPTIONS). The class archive is built first, by the controller alone (xdist's workers start later)."""
+    """The environment of every process a test starts: tests/ on PYTHONPATH, and the JVM flags of every JVM,
+    in this process or in its subprocesses: drivers (local or spark-submit) and the standalone harness's daemons
+    (the README's blocks pass them on through JAVA_TOOL_OPTIONS). The class archive is built first, by the
+    controller alone (xdist's workers start later)."""
     if not hasattr(config, "workerinput"):
         build_spark_class_archive()
+    # The users' stages that tests define in tests/ (`use: test_user_stages:...`) import wherever a test's Ray
+    # starts, in this process or a subprocess, as a user's PYTHONPATH reaches their stages. Set for the whole
+    # session: a Ray started later (after a test stopped the session's) must have it too.
+    here = str(Path(__file__).parent)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if here not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, *paths]))
     os.environ.setdefault("SPARK_SUBMIT_OPTS", spark_jvm_options())
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", spark_jvm_options())
 

@@ -1,15 +1,13 @@
 """Exact and near dedup on the engine: against brute force, across partitionings, on chains."""
 
 import itertools
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, cli
 from pipeline import dedup
 from pipeline.config import DedupConfig
 
@@ -126,29 +124,16 @@ def test_documents_the_filters_rejected_take_no_part(tmp_path):
 
 
 @pytest.mark.slow
-def test_one_or_two_cpus_give_the_same_bytes(tmp_path):
-    outputs = []
-    for cpus in (1, 2):
-        out = tmp_path / f"cpus-{cpus}"
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pipeline",
-                "run",
-                str(ROOT / "configs" / "local.yaml"),
-                "--output",
-                str(out),
-                "--set",
-                f"ray.num_cpus={cpus}",
-                "--set",
-                f"dedup.shards={cpus * 3}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=ROOT,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        outputs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*.parquet"))})
+def test_one_or_two_cpus_give_the_same_bytes(tmp_path, run_here):
+    """A run on one CPU (a subprocess: its own Ray) and one on the session's Ray of two CPUs, with other dedup
+    shards each."""
+    out = tmp_path / "cpus-1"
+    one_cpu = ["--set", "ray.num_cpus=1", "--set", "dedup.shards=3"]
+    result = cli("run", str(ROOT / "configs" / "local.yaml"), "--output", str(out), *one_cpu, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run_here(ROOT / "configs" / "local.yaml", tmp_path / "cpus-2", ["dedup.shards=6"])
+    outputs = [
+        {p.relative_to(run): p.read_bytes() for p in sorted(run.rglob("*.parquet"))}
+        for run in (out, tmp_path / "cpus-2")
+    ]
     assert outputs[0] and outputs[0] == outputs[1]

@@ -32,10 +32,8 @@ _random = random.Random(7)
 KILL_POINTS = [
     (None, 4.0),  # starting Ray / first reads
     (None, 7.0 + _random.uniform(0, 2)),  # inside the filter pass
-    ("filter pass:", 0.0),  # dedup starts
-    ("filter pass:", _random.uniform(0.3, 1.5)),  # inside dedup
-    ("dedup pass:", 0.0),  # finalize writing docs/ and rejects/ parts
-    ("dedup pass:", _random.uniform(0.2, 0.8)),
+    ("filter pass:", _random.uniform(0.0, 1.5)),  # dedup starts, or inside dedup
+    ("dedup pass:", _random.uniform(0.0, 0.8)),  # finalize writing docs/ and rejects/ parts
     ("finalize:", 0.0),  # tokenizer training, tokenizer.json written
     ("tokenizer:", 0.0),  # encoding
     ("encode:", 0.0),  # mixture, packing, token shards written
@@ -159,7 +157,7 @@ def test_killed_runs_rerun_to_the_same_bytes(tmp_path, run_here):
             killed.append((marker, round(delay, 2)))
         assert_no_partial_files(out)
     # every point but perhaps the very last (the run may finish within it) must have hit
-    assert len(killed) >= 10, killed
+    assert len(killed) >= len(KILL_POINTS) - 1, killed
 
     run_to_end(out)
     assert final_files(out) == expected, killed

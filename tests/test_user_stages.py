@@ -5,6 +5,7 @@ and the same bytes on 1 and 2 workers, with the stage's module outside the repos
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from helpers import needs_spark
+from pipeline.config import ConfigError
 from stages.user import StageError, UserStage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -573,8 +575,7 @@ def test_a_stage_raising_on_every_real_row_stops_the_run_in_one_line(tmp_path, e
     assert not (tmp_path / "out" / "docs").exists()
 
 
-@pytest.mark.slow
-def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_path):
+def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_path, run_here):
     """`since: 2024-01-01` reaches the stage as a date and the manifest as ISO text; a NaN score is
     `dated:no_score`, not kept; an int32 Arrow column is written as the declared int64."""
     write_jsonl(tmp_path / "in.jsonl", 0, 4)
@@ -582,8 +583,7 @@ def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_
     config = base_config([str(tmp_path / "in.jsonl")], tmp_path / "out", stages=["language", entry])
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config).replace("SINCE", "2024-01-01"))
     assert "since: 2024-01-01\n" in (tmp_path / "c.yaml").read_text()
-    done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, Path(__file__).parent)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_here(tmp_path / "c.yaml", tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["config"]["stages"][1]["with"] == {"since": "2024-01-01"}
     assert manifest["counts"]["rejected_by_reason"] == {"dated:no_score": 1} and manifest["counts"]["kept"] == 3
@@ -591,35 +591,36 @@ def test_a_date_argument_a_nan_score_and_an_int32_column_are_taken_as_meant(tmp_
     assert docs.schema.field("length").type == pa.int64()
 
 
-@pytest.mark.slow
-def test_a_select_that_matches_no_document_says_so(tmp_path):
-    """With nothing else to draw from, the run stops in one line (exit 2, no docs/) rather than end green
-    without token shards; with another source still drawn from, the run goes on and says which source
-    `select` emptied, in the log and the manifest."""
+def test_a_select_that_matches_no_document_says_so(tmp_path, run_here, caplog):
+    """With nothing else to draw from, the run stops with a config error (exit 2, no docs/) rather than end
+    green without token shards; with another source still drawn from, the run goes on and says which source
+    `select` emptied, in the log and the manifest. (A config error's one line: test_one_line_errors.py.)"""
     write_jsonl(tmp_path / "web.jsonl", 0, 6)
     write_jsonl(tmp_path / "books.jsonl", 6, 6)
     stages = ["language", {"use": "test_user_stages:Scores"}]  # score_s 0 for every page
     config = base_config([str(tmp_path / "web.jsonl")], tmp_path / "alone", stages=stages)
     config["sources"][0]["select"] = {"score": "score_s", "min_score": 2}
     (tmp_path / "alone.yaml").write_text(yaml.safe_dump(config))
-    done = run_cli(["run", str(tmp_path / "alone.yaml")], tmp_path, Path(__file__).parent)
-    assert done.returncode == 2, done.stderr[-3000:]
-    assert done.stderr.strip().splitlines()[-1] == (
-        "config error: sources[0].select matched no document of source 'notes': the best score_s of its 6 "
+    with pytest.raises(ConfigError) as error:
+        run_here(tmp_path / "alone.yaml", tmp_path / "alone")
+    assert str(error.value) == (
+        "sources[0].select matched no document of source 'notes': the best score_s of its 6 "
         "documents is 0, below min_score 2; no other source has a document to draw"
     )
-    assert "Traceback" not in done.stderr and not (tmp_path / "alone" / "docs").exists()
+    assert not (tmp_path / "alone" / "docs").exists()
 
     config["output"] = str(tmp_path / "two")
     config["sources"].append({"name": "books", "input": [str(tmp_path / "books.jsonl")]})
     (tmp_path / "two.yaml").write_text(yaml.safe_dump(config))
-    done = run_cli(["run", str(tmp_path / "two.yaml")], tmp_path, Path(__file__).parent)
-    assert done.returncode == 0, done.stderr[-3000:]
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        run_here(tmp_path / "two.yaml", tmp_path / "two")
     line = (
         "sources[0].select matched no document of source 'notes': the best score_s of its 6 documents is 0, "
         "below min_score 2"
     )
-    assert f"mixture: {line}\n" in done.stderr and "has weight 1.0 but no tokens" not in done.stderr
+    logged = [record.getMessage() for record in caplog.records]
+    assert f"mixture: {line}" in logged and not any("has weight 1.0 but no tokens" in m for m in logged), logged
     manifest = json.loads((tmp_path / "two" / "manifest.json").read_text())
     assert manifest["mixture"]["warnings"] == [line] and manifest["tokens"]["sequences"] > 0
 
