@@ -91,6 +91,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_after_freeing_space_finishes(small_
     assert all(manifest["invariants"].values()) and manifest["counts"]["kept"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "point,leave_kb,settings",
     [
