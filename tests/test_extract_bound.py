@@ -23,7 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from helpers import CRAWL_SAMPLE, ROOT, SHARED, SPARK_SETTINGS, assert_complete, cli, needs_spark
-from stages.extract import MAX_ATTRIBUTES, MAX_DEPTH, METHODS, max_attributes, max_depth, too_complex
+from stages.extract import MAX_ATTRIBUTES, MAX_DEPTH, METHODS, Extract, max_attributes, max_depth, too_complex
 from test_read_cases import belt_config
 
 # Each page of the bench's set (benchmarks/bench_hostile_extract.py), built the same way.
@@ -240,3 +240,13 @@ def test_a_child_that_dies_on_a_page_rejects_it_and_the_batch_goes_on():
     assert result.stdout.strip() == (
         f"[None, 'extract:error', None] the extraction process died (exit status -9) {CRAWL_SAMPLE[6][:20]}"
     )
+
+
+def test_the_child_extracts_what_this_process_would_whatever_the_characters():
+    # Pages reach the child as their UTF-8, lone surrogates kept (which resiliparse refuses: extract:error).
+    other = f"<html><body><article><p>caf\u00e9 \u4e2d\u6587 \U0001f600 {CRAWL_SAMPLE[0]}</p></article></body></html>"
+    pages = [good_page(0), "", other, other.replace("\u4e2d", "\ud800"), good_page(6)]
+    in_child = Extract(method="resiliparse", timeout_s=60)._extract_all(pages)
+    here = Extract(method="resiliparse", timeout_s=None)._extract_all(pages)
+    assert [tuple(result) for result in in_child] == here
+    assert in_child[2][0].startswith("caf\u00e9 \u4e2d\u6587 \U0001f600") and in_child[3][1] == "extract:error"
