@@ -64,7 +64,6 @@ SECOND_PASS_FEATURES = FEATURES + (
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
-_LINE = re.compile(r"\n|<br>")
 _TAG = re.compile(r"<[^>]*>")
 _LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
 _LEADING_TAG = re.compile(r"\s*<(p|h[1-6]|li|pre|ul|ol)\b")
@@ -86,7 +85,7 @@ def blocks(markup: str) -> tuple[list[str], list[tuple]]:
     (the per-block columns of FEATURES, before the page-level ones)."""
     texts: list[str] = []
     rows: list[tuple] = []
-    for line in _LINE.split(markup):
+    for line in markup.replace("<br>", "\n").split("\n"):
         text = _plain(line)
         if not text:
             continue
@@ -97,11 +96,12 @@ def blocks(markup: str) -> tuple[list[str], list[tuple]]:
         tag = _LEADING_TAG.match(line)
         name = tag.group(1) if tag else ""
         chars = len(text)
-        # Words: white-space separated, each CJK character one more (those languages use no spaces).
+        # Words: white-space separated (_plain left one space between words), each CJK character one more
+        # (those languages use no spaces).
         cjk = 0 if text.isascii() else len(_CJK_CHAR.findall(text))
         rows.append(
             (
-                len(text.split()) + cjk,
+                text.count(" ") + 1 + cjk,
                 chars,
                 min(linked / chars, 1.0),
                 links > 0,
