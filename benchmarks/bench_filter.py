@@ -5,6 +5,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --methods resiliparse   # the fast path only
     PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --repeat 10 --no-datatrove   # memory at 10x input
     PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --datatrove-language   # and datatrove with language ID
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_filter.py --nemo-curator   # and NeMo Curator's CPU stages
 
 Ours runs once per extract.method in --methods (default: trafilatura, the default, and resiliparse, the fast
 path), with the config's other settings and --set's; then datatrove once, and each path's ratio to it.
@@ -27,6 +28,13 @@ The ratios printed are ours (each method) / datatrove's documents per CPU-second
 --datatrove-language, datatrove's chain runs a second time with its LanguageFilter after the extractor (our
 lid.176 file, languages and threshold; it reads the whole text, ours a prefix), and a like-for-like ratio leaves
 out our stages it has no counterpart for (the classifier and the dedup hashing).
+
+NeMo Curator (--nemo-curator): a separate virtual environment (made once under .bench/nemo-curator-venv) with
+NeMo Curator 1.4.0 and its `text-cpu` extra; its stages (benchmarks/nemo_curator_chain.py: WARC iteration
+and HTML extraction, fastText language filter with our model file, languages and threshold, its shipped
+English heuristic filters) run in a subprocess pinned to the same core, once per extractor it shares with our
+methods (trafilatura for ours, resiliparse for our resiliparse methods). Documents = the response records its
+iterator hands to extraction. The ratios: ours / its documents per CPU-second, with the same extractor.
 """
 
 from __future__ import annotations
@@ -51,6 +59,13 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_WARCS = str(ROOT.parent / "shared" / "realhtml" / "warc" / "*.warc.gz")
 DEFAULT_CONFIG = str(ROOT / "configs" / "local.yaml")
 DATATROVE_VENV = ROOT / ".bench" / "datatrove-venv"
+NEMO_CURATOR_VENV = ROOT / ".bench" / "nemo-curator-venv"
+NEMO_CURATOR_REQUIREMENTS = [
+    # text-cpu: its extractors, pycld2 and fasttext; jusText, which its extractor module imports, needs
+    # lxml.html.clean, split out of lxml 5.2+ and not among its requirements.
+    "nemo-curator[text-cpu]==1.4.0",
+    "lxml_html_clean==0.4.6",
+]
 DATATROVE_REQUIREMENTS = [
     # WarcReader needs warcio, faust-cchardet and python-magic (from the [io] extra, whose other packages,
     # datasets among them, it does not use; python-magic loads the system's libmagic); Trafilatura needs
@@ -92,6 +107,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="also run datatrove's chain with its LanguageFilter (our lid.176 file, languages and threshold), "
         "as ours does language ID",
+    )
+    parser.add_argument(
+        "--nemo-curator",
+        action="store_true",
+        help="also run NeMo Curator 1.4.0's CPU stages (its extraction, fastText language filter and English "
+        "heuristic filters) on the same files, with the same extractor as each of our methods",
     )
     parser.add_argument(
         "--profile", metavar="FILE", help="write a cProfile of our pass to FILE (slower run; METHOD-FILE with several)"
@@ -308,21 +329,25 @@ def _dump(writer, path, batch, alive, keys, signatures):
 # datatrove
 
 
-def datatrove_python() -> Path:
-    """The datatrove venv's interpreter, made (once) with the same Python as this one."""
-    python = DATATROVE_VENV / "bin" / "python"
-    marker = DATATROVE_VENV / ".installed"
-    wanted = "\n".join(DATATROVE_REQUIREMENTS)
+def bench_python(venv: Path, requirements: list[str]) -> Path:
+    """The interpreter of a benchmark venv holding `requirements`, made (once) with the same Python as this one."""
+    python = venv / "bin" / "python"
+    marker = venv / ".installed"
+    wanted = "\n".join(requirements)
     if python.exists() and marker.exists() and marker.read_text() == wanted:
         return python
-    print(f"making {DATATROVE_VENV} with {', '.join(DATATROVE_REQUIREMENTS)} (once)", file=sys.stderr, flush=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(DATATROVE_VENV)], check=True)
+    print(f"making {venv} with {', '.join(requirements)} (once)", file=sys.stderr, flush=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *DATATROVE_REQUIREMENTS],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
         check=True,
     )
     marker.write_text(wanted)
     return python
+
+
+def datatrove_python() -> Path:
+    return bench_python(DATATROVE_VENV, DATATROVE_REQUIREMENTS)
 
 
 # Runs inside the datatrove venv. Imports and step construction happen before the clock starts, as our
@@ -429,6 +454,66 @@ def run_datatrove(files: list[str], repeat: int, language: dict | None = None) -
         text=True,
     ).stdout.split()
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# NeMo Curator
+
+
+def nemo_algorithm(method: str) -> str:
+    """NeMo Curator's extractor for one of our extract.method values: the same library."""
+    return "trafilatura" if method.startswith("trafilatura") else "resiliparse"
+
+
+def run_nemo_curator(files: list[str], repeat: int, algorithm: str, language: dict) -> dict:
+    python = bench_python(NEMO_CURATOR_VENV, NEMO_CURATOR_REQUIREMENTS)
+    if len(language["languages"]) != 1:
+        raise SystemExit("bench_filter: NeMo Curator's FastTextLangId keeps one language; give one in the config")
+    env = {**os.environ, "PYTHONPATH": "", "OMP_NUM_THREADS": "1", "LOGURU_LEVEL": "WARNING"}
+    command = [
+        str(python),
+        str(ROOT / "benchmarks" / "nemo_curator_chain.py"),
+        algorithm,
+        language["model_path"],
+        language["languages"][0],
+        str(language["threshold"]),
+        str(repeat),
+        *files,
+    ]
+    process = subprocess.run(command, capture_output=True, text=True, env=env)
+    if process.returncode != 0:
+        sys.stderr.write(process.stderr[-4000:])
+        raise SystemExit(f"bench_filter: the NeMo Curator run failed (exit {process.returncode})")
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    result["algorithm"] = algorithm
+    result["docs_per_cpu_s"] = result["documents"] / result["cpu_s"]
+    result["version"] = subprocess.run(
+        [
+            str(python),
+            "-c",
+            f"import importlib.metadata as m; print(m.version('nemo-curator'), m.version('{algorithm}'))",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return result
+
+
+def report_nemo_curator(runs: list[dict], theirs: dict) -> str:
+    version, extractor_version = theirs["version"]
+    lines = [
+        f"NeMo Curator {version}, {theirs['algorithm']} {extractor_version}, fastText language filter and "
+        f"{theirs['heuristic_filters']} heuristic filters: {theirs['documents']} documents, {theirs['extracted']} "
+        f"extracted, {theirs['kept']} kept, {theirs['cpu_s']:.2f} CPU-s ({theirs['wall_s']:.2f} s wall), "
+        f"{theirs['docs_per_cpu_s']:.1f} documents per CPU-second, peak RSS {theirs['peak_rss_mib']:.0f} MiB"
+    ]
+    for ours in runs:
+        if nemo_algorithm(ours["method"]) == theirs["algorithm"]:
+            lines.append(
+                f"ratio, ours ({ours['method']}) / NeMo Curator's ({theirs['algorithm']}) documents per CPU-second: "
+                f"{ours['docs_per_cpu_s'] / theirs['docs_per_cpu_s']:.2f}x"
+            )
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,10 +641,22 @@ def main(argv=None) -> None:
             theirs.append(run_datatrove(files, args.repeat, language_settings(args.config, args.overrides)))
         for chain in theirs:
             print(report_datatrove(runs, chain))
+    nemo = []
+    if args.nemo_curator:
+        language = language_settings(args.config, args.overrides)
+        for algorithm in dict.fromkeys(nemo_algorithm(method) for method in methods):
+            nemo.append(run_nemo_curator(files, args.repeat, algorithm, language))
+            print(report_nemo_curator(runs, nemo[-1]))
     if args.json:
         Path(args.json).write_text(
             json.dumps(
-                {"ours": runs, "datatrove": theirs, "core": core, "load_average": os.getloadavg()},
+                {
+                    "ours": runs,
+                    "datatrove": theirs,
+                    "nemo_curator": nemo,
+                    "core": core,
+                    "load_average": os.getloadavg(),
+                },
                 indent=1,
             )
         )
