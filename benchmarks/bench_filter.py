@@ -487,15 +487,6 @@ def run_nemo_curator(files: list[str], repeat: int, algorithm: str, language: di
     result = json.loads(process.stdout.strip().splitlines()[-1])
     result["algorithm"] = algorithm
     result["docs_per_cpu_s"] = result["documents"] / result["cpu_s"]
-    result["version"] = subprocess.run(
-        [
-            str(python),
-            "-c",
-            f"import importlib.metadata as m; print(m.version('nemo-curator'), m.version('{algorithm}'))",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout.split()
     return result
 
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_extract import load_pages, make_stage, prf, tokens  # noqa: E402  (benchmarks/ is no package)
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
-from train_extractor import prepare, train  # noqa: E402
+from train_extractor import kept_blocks, prepare, train  # noqa: E402
 
 from stages.blocks import second_pass_features  # noqa: E402
 
@@ -45,9 +45,7 @@ def explain(dataset: str, pages: list[dict], prepared: list[dict]) -> None:
             rows.append((theirs, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), page))
             continue
         scores = model.second(second_pass_features(blocks["features"], model.first(blocks["features"])))
-        keep = scores >= model.threshold
-        if not keep.any():
-            keep[:] = True  # as BlockModel.select
+        keep = kept_blocks(scores, model.threshold)
         every, best = [True] * len(keep), blocks["labels"] > 0
         rows.append(
             (theirs, *(_kept(blocks["counts"], choice, page["expected"]) for choice in (every, best, keep)), page)

@@ -8,9 +8,11 @@ CommonCrawlWarcIterator and CommonCrawlHTMLExtractor (METHOD: trafilatura or res
 page's language with pycld2 to pick jusText-style stop words), a ScoreFilter with FastTextLangId (LID_MODEL,
 LANGUAGE, THRESHOLD: ours), then every ScoreFilter of its shipped English heuristic pipeline
 (config/text/heuristic_filter_english_pipeline.yaml, the reader and writer left out). Each stage's `setup`
-and a one-page warm-up run before the clock; CPU time is this process's and its children's. Prints JSON.
+and a one-page warm-up run before the clock; CPU time is this process's and its children's. Prints JSON, with
+the versions of NeMo Curator and of the extractor.
 """
 
+import importlib.metadata
 import json
 import resource
 import sys
@@ -72,6 +74,15 @@ def warm_up_file() -> str:
     return str(path)
 
 
+def usage() -> float:
+    """CPU seconds of this process and its reaped children."""
+    return sum(
+        getattr(resource.getrusage(who), field)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for field in ("ru_utime", "ru_stime")
+    )
+
+
 def main() -> None:
     method, lid_model, language, threshold, repeat, *files = sys.argv[1:]
     chain = stages(method, lid_model, language, float(threshold))
@@ -81,11 +92,6 @@ def main() -> None:
 
     # The documents its extractor is handed: every response record (it extracts those it can decode).
     documents = sum(1 for _ in range(int(repeat)) for f in files for _ in CommonCrawlWarcIterator().iterate(f))
-    usage = lambda: sum(  # noqa: E731
-        getattr(resource.getrusage(who), field)
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        for field in ("ru_utime", "ru_stime")
-    )
     started, wall = usage(), time.perf_counter()
     extracted = kept = 0
     for _ in range(int(repeat)):
@@ -104,6 +110,7 @@ def main() -> None:
                 "wall_s": time.perf_counter() - wall,
                 "peak_rss_mib": hwm / 1024,
                 "heuristic_filters": len(chain) - 2,
+                "version": [importlib.metadata.version(name) for name in ("nemo-curator", method)],
             }
         )
     )

@@ -142,10 +142,14 @@ def page_f1(page: dict, model: BlockModel, threshold: float | None = None) -> fl
     return f1_at(page, scores, model.threshold if threshold is None else threshold)
 
 
-def f1_at(page: dict, scores: np.ndarray, threshold: float) -> float:
+def kept_blocks(scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Which blocks BlockModel.select keeps: those scoring `threshold`, or all when none does."""
     keep = scores >= threshold
-    if not keep.any():
-        keep[:] = True  # as BlockModel.select
+    return keep if keep.any() else np.ones_like(keep)
+
+
+def f1_at(page: dict, scores: np.ndarray, threshold: float) -> float:
+    keep = kept_blocks(scores, threshold)
     kept: Counter = Counter()
     for count, kept_block in zip(page["counts"], keep):
         if kept_block:
