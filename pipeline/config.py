@@ -245,6 +245,23 @@ class ClassifierConfig:
 
 
 @dataclass
+class TransformersScorerConfig:
+    """A `{scorer: NAME, kind: transformers, model: DIR, ...}` entry of `stages` (stages/model_scorer.py): a step of
+    its own, run by a pool of `concurrency` actors, each with the model loaded once."""
+
+    kind: str = "transformers"
+    model: str | None = None  # a local folder saved by save_pretrained: config.json, the weights, the tokenizer
+    label: str | None = None  # a classifier: the label whose probability is the score; null: its last label
+    threshold: float | None = None  # reject below this score; None: score only
+    max_chars: int = 10_000  # of each text, before tokenizing
+    max_tokens: int = 512  # tokens per text, the special ones included
+    batch_size: int = 32  # texts per forward pass (sorted by length, padded per batch)
+    num_gpus: float = 0  # per actor; 0: the model runs on the CPU, in fp32; on a GPU under bf16 autocast
+    num_cpus: float = 1  # per actor
+    concurrency: int = 1  # actors in the pool
+
+
+@dataclass
 class PiiConfig:
     """The `pii` stage, where a `stages:` list names it: what it masks, and with what (docs/design.md)."""
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import ray
-from ray.data import TaskPoolStrategy
+from ray.data import ActorPoolStrategy, TaskPoolStrategy
 from ray.data.context import ShuffleStrategy
 
 try:  # Ray Data's hook into each execution's scheduling loop (DataProgress)
@@ -42,7 +42,18 @@ def start(config: Config) -> None:
     if config.spark != SparkConfig():  # a config written for both engines is fine; say what this one does not use
         log.warning("spark: Spark settings, not used by engine: ray")
     start_ray(config.ray)
-    check_resources(config.resources, config.ray)
+    check_resources(config.resources, config.ray, pools(config))
+
+
+def pools(config: Config) -> dict[str, Any]:
+    """The actor pools a run's steps ask for (its transformers scorers), by their `stages` key."""
+    from pipeline import spec
+
+    return {
+        f"stages[{i}]": spec.transformers_settings(stage.entry)
+        for i, stage in enumerate(spec.declared(config))
+        if spec.on_actors(stage)
+    }
 
 
 def stop() -> None:
@@ -125,8 +136,11 @@ def _no_transient_cpu_warning(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Warning: The Ray cluster currently does not have any available CPUs")
 
 
-def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: float = 2.0) -> None:
-    """Before any work: some node of the cluster can run a task of each pass (resources.filter, .encode);
+def check_resources(
+    resources: ResourcesConfig, settings: RayConfig, pools: dict[str, Any] | None = None, poll_s: float = 2.0
+) -> None:
+    """Before any work: some node of the cluster can run a task of each pass (resources.filter, .encode) and
+    an actor of each pool (a transformers scorer's num_cpus and num_gpus);
     else Ray would wait for ever. A joined cluster (which an autoscaler may grow) gets `resource_wait_s`
     to have such a node; then, as at once on an embedded Ray, ConfigError names the key and the nodes.
     Once they fit, it logs which Ray the run uses (after the checks: a config error stays one line)."""
@@ -136,13 +150,12 @@ def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: flo
     said = False
     while True:
         nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
-        unmet = [
-            name for name in ("filter", "encode") if not any(_fits(getattr(resources, name), node) for node in nodes)
-        ]
+        requests = {f"resources.{name}": getattr(resources, name) for name in ("filter", "encode")} | (pools or {})
+        unmet = [key for key, request in requests.items() if not any(_fits(request, node) for node in nodes)]
         if not unmet:
             log.info("ray: %s", _ray_in_use(address, nodes))
             return
-        key, asked = _unmet_request(f"resources.{unmet[0]}", getattr(resources, unmet[0]), nodes)
+        key, asked = _unmet_request(unmet[0], requests[unmet[0]], nodes)
         if time.monotonic() >= deadline:
             waited = f" after waiting {settings.resource_wait_s:g} s (ray.resource_wait_s)" if joined else ""
             raise ConfigError(
@@ -162,12 +175,18 @@ def check_resources(resources: ResourcesConfig, settings: RayConfig, poll_s: flo
 
 
 def _fits(settings, node: dict) -> bool:
-    memory = (settings.memory_mb or 0) * 1024 * 1024
-    return node.get("CPU", 0) >= settings.num_cpus and node.get("memory", 0) >= memory
+    memory = (getattr(settings, "memory_mb", None) or 0) * 1024 * 1024
+    gpus = getattr(settings, "num_gpus", 0)
+    return node.get("CPU", 0) >= settings.num_cpus and node.get("memory", 0) >= memory and node.get("GPU", 0) >= gpus
 
 
 def _unmet_request(key: str, settings, nodes: list[dict]) -> tuple[str, str]:
     """The key of a request no node fits, and the request in words."""
+    gpus = getattr(settings, "num_gpus", 0)
+    if gpus and not any(node.get("GPU", 0) >= gpus for node in nodes):
+        return f"{key}.num_gpus", f"{gpus:g} GPU{'s' * (gpus != 1)}"
+    if gpus and not any(_fits(settings, node) for node in nodes):
+        return key, f"{settings.num_cpus:g} CPUs and {gpus:g} GPUs on one node"
     cpus = f"{settings.num_cpus:g} CPUs"
     if not any(node.get("CPU", 0) >= settings.num_cpus for node in nodes) or not settings.memory_mb:
         return f"{key}.num_cpus", cpus
@@ -275,19 +294,32 @@ class _PerItem:
 ITEM_TASK_RETRIES = 3
 
 
-def map_items(function: Callable[[dict], dict], items: list[dict], resources) -> list[dict]:
+def map_items(function: Callable[[dict], dict], items: list[dict], resources, pool: bool = False) -> list[dict]:
     """`function(item)` for every item, one Ray task per item (as `resources` asks), each result with the
-    `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers."""
+    `node` that ran it. The function gets and returns plain JSON-able dicts; it is pickled to the workers.
+    `pool`: the items go to a pool of `resources.concurrency` actors instead, each asking for `num_cpus` and
+    `num_gpus` and keeping what the function loads (a model) from one item to the next."""
     dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
     with warnings.catch_warnings():  # max_retries has no named parameter yet (Ray 2.60); remote args it is
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-        results = dataset.map_batches(
-            _PerItem(function),
-            batch_size=1,
-            batch_format="pyarrow",
-            max_retries=ITEM_TASK_RETRIES,
-            **task_options(resources),
-        )
+        if pool:
+            results = dataset.map_batches(
+                _PerItem,
+                fn_constructor_args=(function,),
+                batch_size=1,
+                batch_format="pyarrow",
+                compute=ActorPoolStrategy(size=resources.concurrency),
+                num_cpus=resources.num_cpus,
+                num_gpus=resources.num_gpus,
+            )
+        else:
+            results = dataset.map_batches(
+                _PerItem(function),
+                batch_size=1,
+                batch_format="pyarrow",
+                max_retries=ITEM_TASK_RETRIES,
+                **task_options(resources),
+            )
     return [json.loads(text) for table in ray.get(results.to_arrow_refs()) for text in table["result"].to_pylist()]
 
 

@@ -194,8 +194,10 @@ class Shared:
 # Primitives
 
 
-def map_items(function: Callable[[dict], dict], items: list[dict], resources=None) -> list[dict]:
-    """`function(item)` for every item, one task per item, each result with the `node` (host) that ran it."""
+def map_items(function: Callable[[dict], dict], items: list[dict], resources=None, pool: bool = False) -> list[dict]:
+    """`function(item)` for every item, one task per item, each result with the `node` (host) that ran it.
+    `pool` (a step of a transformers scorer): the same tasks; what the function loads stays in the reused
+    Python worker of each executor core (spark.python.worker.reuse) from one item to the next."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for _, item in _items(batches):

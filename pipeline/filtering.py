@@ -49,35 +49,36 @@ def part_name(file_index: int) -> str:
 
 def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str, dict[str, float]]:
     """Write a part for every input file that has none yet; returns the seconds each stage spent (summed over
-    the workers) and the seconds of stage work each node did."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(".*.tmp"):  # a file being written when the run was killed
-        stale.unlink()
-    pending: list[dict] = [
-        {"file_index": i, "path": path, "source": source}
-        for i, (path, source) in enumerate(files)
-        if not (folder / part_name(i)).exists()
-    ]
-    if len(pending) < len(files):
-        log.info("resume: %d of %d files already through the filter pass", len(files) - len(pending), len(files))
+    the workers) and the seconds of stage work each node did. With transformers scorers, the pass is several
+    steps (spec.filter_steps), each writing a part per file: the ones before the last into `folder/_steps/K`."""
+    steps = spec.filter_steps(config)
     stage_seconds: defaultdict[str, float] = defaultdict(float)
     node_seconds: defaultdict[str, float] = defaultdict(float)
-    if pending:
-        filter_file = FilterFile(spec.document_stages(config), config.sources, str(folder), config.read, config.storage)
-        try:
-            results = engine.map_items(filter_file, pending, config.resources.filter)
-        except Exception as error:
-            crashed = None
-            if engine.worker_died(error):
-                index = engine.failed_item(error)
-                named = pending[index]["file_index"] if index is not None and index < len(pending) else None
-                crashed = crashed_in(folder, named)
-            if crashed is None:
-                raise
-            raise StageCrashError(
-                f"stage {crashed['stage']} ended its worker process (a crash, an exit, the out-of-memory "
-                f"killer or a call stuck in C code past twice its time limit) while on {crashed['path']}, on every try; fix the stage or leave that file out"
-            ) from error
+    for k, (stages, pool) in enumerate(steps):
+        into = folder if k == len(steps) - 1 else step_folder(folder, k)
+        into.mkdir(parents=True, exist_ok=True)
+        for stale in into.glob(".*.tmp"):  # a file being written when the run was killed
+            stale.unlink()
+        pending: list[dict] = [
+            {"file_index": i, "path": path, "source": source}
+            for i, (path, source) in enumerate(files)
+            if not (into / part_name(i)).exists()
+        ]
+        if len(pending) < len(files):
+            log.info(
+                "resume: %d of %d files already through step %d of the filter pass",
+                len(files) - len(pending),
+                len(files),
+                k,
+            )
+        if not pending:
+            continue
+        if pool is None:
+            results = _filter_files(config, stages, pending, into)
+        else:
+            results = engine.map_items(
+                ScoreFile(stages, str(step_folder(folder, k - 1)), str(into)), pending, pool, pool=True
+            )
         for done in results:
             for printed in done["printed"]:  # a stage's print() in a worker: on the console and in run.log
                 stage, _, line = printed.partition(": ")
@@ -86,6 +87,30 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
                 stage_seconds[stage] += seconds
                 node_seconds[done["node"]] += seconds
     return {"stages": dict(stage_seconds), "nodes": dict(node_seconds)}
+
+
+def step_folder(folder: Path, k: int) -> Path:
+    """Where step K of the filter pass writes its parts when a later step reads them (kept on resume with
+    `folder`; the passes after read only `folder`'s own parts)."""
+    return folder / "_steps" / str(k)
+
+
+def _filter_files(config: Config, stages: list, pending: list[dict], folder: Path) -> list[dict]:
+    filter_file = FilterFile(stages, config.sources, str(folder), config.read, config.storage)
+    try:
+        return engine.map_items(filter_file, pending, config.resources.filter)
+    except Exception as error:
+        crashed = None
+        if engine.worker_died(error):
+            index = engine.failed_item(error)
+            named = pending[index]["file_index"] if index is not None and index < len(pending) else None
+            crashed = crashed_in(folder, named)
+        if crashed is None:
+            raise
+        raise StageCrashError(
+            f"stage {crashed['stage']} ended its worker process (a crash, an exit, the out-of-memory "
+            f"killer or a call stuck in C code past twice its time limit) while on {crashed['path']}, on every try; fix the stage or leave that file out"
+        ) from error
 
 
 class StageCrashError(RuntimeError):
@@ -226,6 +251,43 @@ class FilterFile:
         write_atomic(self.folder / part_name(file_index), write)
         marker.unlink(missing_ok=True)
         return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": printed}
+
+
+class ScoreFile:
+    """One input file through a step of actors (a transformers scorer): its part of the step before, read a row
+    group at a time, through the step's stages, written as this step's part."""
+
+    def __init__(self, stages: list, source: str, folder: str):
+        self.stages = stages
+        self.source = Path(source)
+        self.folder = Path(folder)
+
+    def __call__(self, item: dict) -> dict:
+        file_index = item["file_index"]
+        seconds: dict[str, float] = defaultdict(float)
+        rows = 0
+
+        def step(table: pa.Table) -> pa.Table:
+            for stage in self.stages:
+                start = time.perf_counter()
+                out = stage(table)
+                if out.num_rows != table.num_rows:
+                    raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
+                seconds[stage.name] += time.perf_counter() - start
+                table = out
+            return table
+
+        def write(tmp: Path) -> None:
+            nonlocal rows
+            part = pq.ParquetFile(self.source / part_name(file_index))
+            with pq.ParquetWriter(tmp, step(part.schema_arrow.empty_table()).schema, compression="zstd") as writer:
+                for group in range(part.num_row_groups):  # the row groups the step before wrote: its batches
+                    table = step(part.read_row_group(group))
+                    writer.write_table(table.cast(writer.schema))
+                    rows += table.num_rows
+
+        write_atomic(self.folder / part_name(file_index), write)
+        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": []}
 
 
 def without_text_rejected(table: pa.Table) -> pa.Table:

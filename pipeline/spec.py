@@ -22,13 +22,15 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from pipeline.config import ClassifierConfig
+from pipeline.config import ClassifierConfig, TransformersScorerConfig
 from stages.c4 import C4Filter
 from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
 from stages.decontaminate import Decontaminate, EvalSet
 from stages.extract import Extract
 from stages.fineweb import FineWebQuality
 from stages.langid import LanguageId
+from stages.model_scorer import TransformerScore, TransformerScorer
+from stages.model_scorer import added_columns as model_columns
 from stages.pii import PiiMasker
 from stages.quality import GopherQuality, GopherRepetition
 from stages.url_filter import UrlFilter
@@ -312,6 +314,20 @@ def document_stages(config) -> list:
     return [runner for runner in runners if runner is not None]
 
 
+def filter_steps(config) -> list[tuple[list, Any]]:
+    """The filter pass in steps, each (stage objects, the pool it asks for): first the stages run in one task
+    per input file (pool None), then each transformers scorer, on a pool of actors of its own
+    (TransformersScorerConfig: num_cpus, num_gpus, concurrency). Config validation lists those last."""
+    steps: list[tuple[list, Any]] = [([], None)]
+    for stage in declared(config):
+        runner = _runner(stage, config)
+        if runner is not None and on_actors(stage):
+            steps.append(([runner], transformers_settings(stage.entry)))
+        elif runner is not None:
+            steps[0][0].append(runner)
+    return steps
+
+
 def _runner(stage: Stage, config):
     """The object that runs a declared stage (config validation has checked its entry: spec_checks._stage_entry);
     None when its config turns it off."""
@@ -320,17 +336,30 @@ def _runner(stage: Stage, config):
     if stage.spec.build is not None:  # a built-in stage, set up by its config section
         return stage.spec.build(config)
     name = stage.spec.name  # a named scorer
+    if on_actors(stage):
+        settings = transformers_settings(stage.entry)
+        model = TransformerScorer(
+            str(settings.model),
+            label=settings.label,
+            max_chars=settings.max_chars,
+            max_tokens=settings.max_tokens,
+            batch_size=settings.batch_size,
+            device="cuda" if settings.num_gpus else "cpu",
+        )
+        return TransformerScore(model, name, settings.threshold)
     return scorer(scorer_settings(stage.entry), name=name, column=f"score_{name}")
 
 
-def scorer_spec(name: str) -> StageSpec:
-    """A named scorer's spec: a `{scorer: NAME, kind: ...}` entry adds `score_NAME`."""
+def scorer_spec(name: str, entry: dict) -> StageSpec:
+    """A named scorer's spec: a `{scorer: NAME, kind: ...}` entry adds `score_NAME` (and a transformers
+    model's label or rounded score)."""
+    transformers = entry.get("kind") == "transformers"
     return StageSpec(
         name,
         section=None,
         needs=("text",),
-        adds={f"score_{name}": pa.float64()},
-        files=CLASSIFIER_FILES,
+        adds=model_columns(name, entry["model"]) if transformers else {f"score_{name}": pa.float64()},
+        files=("model",) if transformers else CLASSIFIER_FILES,
         summary=f"scorer: `score_{name}`",
         rejects=f"`{name}:below_threshold`",
     )
@@ -339,6 +368,17 @@ def scorer_spec(name: str) -> StageSpec:
 def scorer_settings(entry: dict) -> ClassifierConfig:
     """A `{scorer: NAME, kind: ..., ...}` entry's settings as a ClassifierConfig."""
     return ClassifierConfig(**{key: value for key, value in entry.items() if key != "scorer"})
+
+
+def transformers_settings(entry: dict) -> TransformersScorerConfig:
+    """A `{scorer: NAME, kind: transformers, ...}` entry's settings."""
+    return TransformersScorerConfig(**{key: value for key, value in entry.items() if key != "scorer"})
+
+
+def on_actors(stage: Stage) -> bool:
+    """Whether a declared stage runs as a step of its own on a pool of actors (a transformers scorer) rather
+    than in the filter pass's task per input file."""
+    return stage.entry.get("kind") == "transformers" and "scorer" in stage.entry
 
 
 def user_stage(entry: dict, probe: bool = False) -> Stage:
@@ -384,7 +424,7 @@ def declared(config) -> list[Stage]:
         if isinstance(entry, str):
             stages.append(Stage(DOCUMENT_STAGES[entry], None, {"stage": entry}))
         elif "scorer" in entry:
-            stages.append(Stage(scorer_spec(entry["scorer"]), None, entry))
+            stages.append(Stage(scorer_spec(entry["scorer"], entry), None, entry))
         else:
             stages.append(user_stage(entry))
     return stages

@@ -8,7 +8,9 @@ They sit above pipeline/spec.py, which reads the config; pipeline/config_load.py
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
+import os
 import math
 import re
 from pathlib import Path
@@ -16,9 +18,18 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline import spec
-from pipeline.config import ClassifierConfig, Config, ConfigError, Problems, input_format, json_value
+from pipeline.config import (
+    ClassifierConfig,
+    Config,
+    ConfigError,
+    Problems,
+    TransformersScorerConfig,
+    input_format,
+    json_value,
+)
 from pipeline.config_checks import check_choice, check_scorer
 from pipeline.config_read import build, resolve_path
+from stages import model_scorer
 from stages.decontaminate import ACTIONS, EvalSetError, read_items
 from stages.user import StageError
 from stages.warc_read import DOCUMENT_SCHEMA
@@ -96,6 +107,14 @@ def check_stages(config: Config, base: Path) -> None:
             if column in DOCUMENT_SCHEMA.names and name != "extract":
                 raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which every row has already")
             columns[column] = key
+    declared = spec.declared(config)
+    first = next((i for i, stage in enumerate(declared) if spec.on_actors(stage)), len(declared))
+    later = [i for i in range(first, len(declared)) if not spec.on_actors(declared[i])]
+    if later:
+        raise ConfigError(
+            f"stages[{later[0]}]: after a transformers scorer (stages[{first}]), which runs on a pool of actors once "
+            "the other stages are done; list the transformers scorers last"
+        )
     order = [entry if isinstance(entry, str) else None for entry in config.stages]
     if "extract" in order:
         reads_text = [e for e in order[: order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
@@ -136,14 +155,16 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
         name = entry["scorer"]
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise ConfigError(f"{key}.scorer: expected a lower-case name (letters, digits, _), got {name!r}")
+        if entry.get("kind") == "transformers":
+            return _transformers_scorer(entry, key, base, config.engine)
         problems = Problems()
         settings = build(ClassifierConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
         problems.raise_any()
         check_scorer(settings, key, base)
         if settings.kind == "none":
-            raise ConfigError(f"{key}.kind: a scorer needs naive_bayes or fasttext")
+            raise ConfigError(f"{key}.kind: a scorer needs naive_bayes, fasttext or transformers")
         entry.update(dataclasses.asdict(settings))  # the files, resolved
-        return spec.Stage(spec.scorer_spec(name), None, entry)
+        return spec.Stage(spec.scorer_spec(name, entry), None, entry)
     unknown = [k for k in entry if k not in USER_STAGE_KEYS]
     if unknown:
         raise ConfigError(f"{key}: unknown key {unknown[0]!r} (known: {', '.join(USER_STAGE_KEYS)})")
@@ -169,6 +190,40 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
             " of them"
         )
     return stage
+
+
+def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
+    """A `{scorer: NAME, kind: transformers, model: DIR, ...}` entry: the extra installed, the model folder there
+    with a classification head whose labels hold `label`, the numbers in range."""
+    problems = Problems()
+    settings = build(TransformersScorerConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
+    problems.raise_any()
+    if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None:
+        raise ConfigError(f"{key}: {model_scorer.EXTRA}")
+    if not settings.model:
+        raise ConfigError(f"{key}.model: the transformers scorer needs a local model folder (save_pretrained's)")
+    settings.model = resolve_path(settings.model, base)
+    if not os.path.isfile(os.path.join(settings.model, "config.json")):
+        raise ConfigError(f"{key}.model: {settings.model!r} is not a model folder (no config.json in it)")
+    try:
+        labels, regression = model_scorer.model_head(settings.model)
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigError(f"{key}.model: {settings.model}/config.json: {error}") from None
+    if settings.label is not None and (regression or settings.label not in labels):
+        has = "a regression head, no labels" if regression else f"the labels {', '.join(labels)}"
+        raise ConfigError(f"{key}.label: {settings.label!r} is not a label of {settings.model!r} (it has {has})")
+    for name in ("max_chars", "max_tokens", "batch_size", "concurrency"):
+        _check_number(getattr(settings, name), f"{key}.{name}", "a whole number above 0", lambda v: v == int(v) > 0)
+    _check_number(settings.num_cpus, f"{key}.num_cpus", "CPUs above 0", lambda v: v > 0)
+    _check_number(settings.num_gpus, f"{key}.num_gpus", "GPUs, 0 or more", lambda v: v >= 0)
+    _check_number(settings.threshold, f"{key}.threshold", "a number", lambda v: True)
+    if engine == "spark" and settings.num_gpus:
+        raise ConfigError(
+            f"{key}.num_gpus: on engine: spark the transformers scorer runs in the executors' CPU tasks; give "
+            "num_gpus: 0, or run it on GPU actors with engine: ray"
+        )
+    entry.update(dataclasses.asdict(settings))  # the folder, resolved
+    return spec.Stage(spec.scorer_spec(entry["scorer"], entry), None, entry)
 
 
 def _check_number(value, key: str, wording: str, accepts) -> None:

@@ -23,7 +23,10 @@ def test_dockerfile_copies_what_exists_and_installs_from_pyproject():
     # every package the project ships is in the image
     assert {p.split(".")[0] for p in PYPROJECT["tool"]["setuptools"]["packages"]} <= set(sources)
     # one dependency list: pip installs the project itself, no requirements file of the image's own
-    assert re.search(r"pip install [^\n]*\s\"?\.(\[train\])?\"?\s", DOCKERFILE) and "requirements" not in DOCKERFILE
+    assert (
+        re.search(r"pip install [^\n]*\s\"?\.(\[train,classify\])?\"?\s", DOCKERFILE)
+        and "requirements" not in DOCKERFILE
+    )
     assert re.search(rf"^FROM rayproject/ray:{re.escape(RAY_PIN)}-py311", DOCKERFILE, re.M), RAY_PIN
 
 

@@ -95,7 +95,7 @@ def test_the_worked_example_runs_as_written(tmp_path, engine):
     on either engine (on Spark the user's module is imported by the executors' Python from the working
     directory, as on Ray)."""
     (tmp_path / "myfilters.py").write_text(doc_blocks("python")[0])
-    stages_yaml, select_yaml = doc_blocks("yaml")
+    stages_yaml, _, select_yaml = doc_blocks("yaml")  # the second, a transformers scorer: test_model_scorer.py
     (tmp_path / "classifier").mkdir()
     for name in ("good.txt", "bad.txt"):
         (tmp_path / "classifier" / name).write_bytes((ROOT / "configs" / "classifier" / name).read_bytes())

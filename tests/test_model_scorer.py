@@ -1,0 +1,215 @@
+"""The transformers scorer (stages/model_scorer.py): batched, sorted and padded inference gives each document's
+own forward pass; in a belt it runs on a pool of actors, with the same output on 1 and 2 actors and on Spark."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_complete, assert_same_output, ledger_table, spark_missing
+from tiny_models import bert_scorer, examples
+
+pytest.importorskip("transformers", reason="the classify extra (transformers) is not installed")
+
+import torch  # noqa: E402  (after the skip)
+
+from pipeline.config import ConfigError, RayConfig, ResourcesConfig, TransformersScorerConfig  # noqa: E402
+from pipeline.config_load import load_config  # noqa: E402
+from stages.model_scorer import TransformerScore, TransformerScorer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory) -> Path:
+    return bert_scorer(tmp_path_factory.mktemp("bert") / "model")
+
+
+@pytest.fixture(scope="module")
+def regression(tmp_path_factory) -> Path:
+    return bert_scorer(tmp_path_factory.mktemp("bert") / "model", regression=True)
+
+
+def texts() -> list[str]:
+    """Texts of many lengths: single examples, runs of them, one past max_tokens and one past max_chars."""
+    good, bad = examples()
+    lines = good + bad
+    runs = [" ".join(lines[i : i + n]) for n, i in ((2, 0), (5, 3), (9, 1), (3, 7))]
+    return [*lines, *runs, " ".join(lines * 3), "x" * 50 + " " + " ".join(lines * 10), ""]
+
+
+def alone(folder: Path, text: str, max_chars: int, max_tokens: int) -> torch.Tensor:
+    """The plain transformers forward pass of one text, with no batch and no padding."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True).train(False)
+    with torch.inference_mode():
+        encoded = tokenizer(text[:max_chars], truncation=True, max_length=max_tokens, return_tensors="pt")
+        return model(**encoded).logits[0]
+
+
+def test_batched_sorted_inference_gives_each_documents_own_forward_pass(classifier):
+    scorer = TransformerScorer(str(classifier), max_chars=300, max_tokens=48, batch_size=3)
+    scores, labels = scorer.score(texts())
+    for text, score, label in zip(texts(), scores, labels):
+        probabilities = torch.softmax(alone(classifier, text, 300, 48), dim=0)
+        assert score == pytest.approx(float(probabilities[1]), abs=1e-5)
+        assert label == ("high" if probabilities[1] > probabilities[0] else "low")
+    assert len(set(scorer.tokenize(texts())[-2])) > 3 and len(scorer.tokenize(texts())[-2]) == 48  # cut at max_tokens
+
+
+def test_the_trained_head_tells_good_from_bad_and_the_threshold_rejects(classifier):
+    good, bad = examples()
+    stage = TransformerScore(TransformerScorer(str(classifier)), "hq", threshold=0.5)
+    out = stage(ledger_table(good + bad))
+    scores = out["score_hq"].to_pylist()
+    assert min(scores[: len(good)]) > 0.5 > max(scores[len(good) :])
+    assert out["stage"].to_pylist() == [None] * len(good) + ["hq"] * len(bad)
+    assert out["reason"].to_pylist()[-1] == "hq:below_threshold"
+    assert set(out["label_hq"].to_pylist()) == {"high", "low"}
+
+
+def test_a_regression_head_gives_its_output_and_the_rounded_score(regression):
+    stage = TransformerScore(TransformerScorer(str(regression), label=None), "edu")
+    out = stage(ledger_table(texts()))
+    for text, score, rounded in zip(texts(), out["score_edu"].to_pylist(), out["int_score_edu"].to_pylist()):
+        assert score == pytest.approx(float(alone(regression, text, 10_000, 128)[0]), abs=1e-5)  # its positions
+        assert rounded == round(score)
+    assert out.schema.field("int_score_edu").type.id != out.schema.field("score_edu").type.id
+
+
+def entry(folder: Path, **settings) -> str:
+    """A `stages` setting: the default belt with the transformers scorer last."""
+    scorer = {"scorer": "hq", "kind": "transformers", "model": str(folder), "max_tokens": 64, **settings}
+    return "stages=[extract, language, quality, repetition, " + json.dumps(scorer) + "]"
+
+
+BELT = ["classifier.kind=none", *SPARK_SETTINGS]
+NO_DEDUP = ["dedup.exact=false", "dedup.near=false"]  # every document the scorer keeps is in docs/
+CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+
+
+@pytest.mark.slow
+def test_the_belt_scores_on_a_pool_of_actors_the_same_on_1_and_2_actors(tmp_path, run_here, classifier):
+    """One actor scores every document; two actors, with the median score as threshold, keep exactly the
+    documents at or above it, with the same scores to the bit."""
+    run_here(CONFIGS / "local.yaml", tmp_path / "one", [*BELT, *NO_DEDUP, entry(classifier)], CRAWL)
+    docs = pq.read_table(tmp_path / "one" / "docs").to_pylist()
+    assert docs and all(doc["label_hq"] in ("low", "high") for doc in docs)
+    for doc in docs[:5]:  # the score of the text kept: the scorer is the belt's last per-document stage
+        own = torch.softmax(alone(classifier, doc["text"], 10_000, 64), dim=0)[1]
+        assert doc["score_hq"] == pytest.approx(float(own), abs=1e-5)
+    median = sorted(doc["score_hq"] for doc in docs)[len(docs) // 2]
+    two = [*BELT, *NO_DEDUP, entry(classifier, threshold=median, concurrency=2)]
+    run_here(CONFIGS / "local.yaml", tmp_path / "two", two, CRAWL)
+    manifest = assert_complete(tmp_path / "two")
+    kept = pq.read_table(tmp_path / "two" / "docs").to_pylist()
+    assert [(d["id"], d["score_hq"]) for d in kept] == [
+        (d["id"], d["score_hq"]) for d in docs if d["score_hq"] >= median
+    ]
+    below = sum(doc["score_hq"] < median for doc in docs)
+    assert below and manifest["counts"]["rejected_by_reason"]["hq:below_threshold"] == below
+    assert manifest["stages"]["hq"]["rows_in"] == len(docs) and manifest["stages"]["hq"]["seconds"] > 0
+
+
+@pytest.mark.slow
+def test_the_documented_scorer_runs_as_written_and_its_gpu_is_refused_here(tmp_path, run_here, regression):
+    """docs/stages.md's transformers scorer, its model folder replaced by a small regression head: on this machine
+    (no GPU) its `num_gpus: 1` is refused in one line before any work; with `num_gpus: 0` the belt runs it on
+    a pool of four CPU actors (Ray Data starts the two that this machine's two CPUs hold)."""
+    from test_user_stages import doc_blocks
+
+    (documented,) = [block for block in doc_blocks("yaml") if "kind: transformers" in block]
+    stages = yaml.safe_load(documented.replace("models/edu-bert", str(regression)))["stages"]
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the refusal is for one without")
+    settings = [*BELT, f"stages={json.dumps(stages)}"]
+    with pytest.raises(ConfigError, match=r"^stages\[4\]\.num_gpus: a task asks for 1 GPU, which no node"):
+        run_here(CONFIGS / "local.yaml", tmp_path / "gpu", settings, CRAWL)
+    assert not (tmp_path / "gpu" / "docs").exists()
+    stages[-1].update(num_gpus=0, threshold=None)  # this head, trained on 1 and 0, gives no page a 3
+    run_here(CONFIGS / "local.yaml", tmp_path / "cpu", [*BELT, f"stages={json.dumps(stages)}"], CRAWL)
+    manifest = assert_complete(tmp_path / "cpu")
+    docs = pq.read_table(tmp_path / "cpu" / "docs").to_pylist()
+    assert docs and all(doc["int_score_edu"] == round(doc["score_edu"]) for doc in docs)
+    assert manifest["stages"]["edu"]["rows_in"] >= len(docs) > 0
+
+
+def test_a_rerun_redoes_only_the_files_without_a_part_of_the_scorer_step(tmp_path, embedded_ray, classifier):
+    """What a run killed in the scorer's step leaves: every file through the other stages, some through the
+    scorer. The rerun scores only the others, and their parts are the ones an unbroken run writes."""
+    from pipeline import filtering
+
+    config = load_config(str(CONFIGS / "local.yaml"), overrides=[*BELT, entry(classifier)], inputs=CRAWL, output="o")
+    files = filtering.input_files(config)
+    folder = tmp_path / "filtered"
+    filtering.run(config, files, folder)
+    parts = sorted(folder.glob("*.parquet"))
+    assert len(parts) == len(files) > 1 and len(list(filtering.step_folder(folder, 0).glob("*.parquet"))) == len(files)
+    written = {part.name: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts}
+    parts[0].unlink()
+    seconds = filtering.run(config, files, folder)
+    assert set(seconds["stages"]) == {"hq"}  # the first step had every file: only the scorer ran
+    for part in parts:
+        assert part.read_bytes() == written[part.name][0]
+        assert (part.stat().st_mtime_ns == written[part.name][1]) == (part != parts[0])
+
+
+@pytest.mark.slow
+def test_the_same_output_on_spark(tmp_path, run_here, classifier):
+    if reason := spark_missing():
+        pytest.skip(reason)
+    run_here(CONFIGS / "local.yaml", tmp_path / "ray", [*BELT, entry(classifier)], CRAWL)
+    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*BELT, entry(classifier), "engine=spark"], CRAWL)
+    assert_same_output(tmp_path / "ray", tmp_path / "spark")
+
+
+def test_a_gpu_no_node_has_is_refused_in_one_line_before_any_work(embedded_ray):
+    from pipeline.engine_ray import check_resources
+
+    pool = {"stages[4]": TransformersScorerConfig(model="m", num_gpus=1)}
+    with pytest.raises(ConfigError) as error:
+        check_resources(ResourcesConfig(), RayConfig(), pool)
+    assert re.fullmatch(
+        r"stages\[4\]\.num_gpus: a task asks for 1 GPU, which no node of the cluster has \(cluster: 1 node of 2 CPUs "
+        r"and [\d,]+ MB of memory\)",
+        str(error.value),
+    ), str(error.value)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"model": "nowhere"}, r"stages\[4\]\.model: '.*nowhere' is not a model folder \(no config\.json in it\)"),
+        ({"label": "best"}, r"stages\[4\]\.label: 'best' is not a label of '.*' \(it has the labels low, high\)"),
+        ({"batch_size": 0}, r"stages\[4\]\.batch_size: expected a whole number above 0, got 0"),
+        ({"num_gpus": -1}, r"stages\[4\]\.num_gpus: expected GPUs, 0 or more, got -1"),
+        ({"max_token": 5}, r"unknown key 'stages\[4\]\.max_token' \(known here: kind, model, label, threshold, "),
+    ],
+)
+def test_a_bad_scorer_entry_is_refused_naming_its_key(classifier, settings, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        load_config(str(CONFIGS / "local.yaml"), overrides=[entry(classifier, **settings)], output=str(tmp_path / "o"))
+
+
+def test_gpus_on_spark_are_refused_in_one_line(classifier, tmp_path):
+    with pytest.raises(ConfigError, match=r"^stages\[4\]\.num_gpus: on engine: spark the transformers scorer runs"):
+        load_config(
+            str(CONFIGS / "local.yaml"), overrides=["engine=spark", entry(classifier, num_gpus=1)], output=str(tmp_path)
+        )
+
+
+def test_a_stage_after_a_transformers_scorer_is_refused(classifier, tmp_path):
+    scorer = json.dumps({"scorer": "hq", "kind": "transformers", "model": str(classifier)})
+    with pytest.raises(ConfigError) as error:
+        load_config(
+            str(CONFIGS / "local.yaml"), overrides=[f"stages=[extract, {scorer}, language]"], output=str(tmp_path)
+        )
+    assert str(error.value) == (
+        "stages[2]: after a transformers scorer (stages[1]), which runs on a pool of actors once the other stages "
+        "are done; list the transformers scorers last"
+    )
