@@ -119,6 +119,29 @@ def parse_args(argv):
     train.add_argument(
         "--stop-after", type=POSITIVE_INT, metavar="STEP", help="stop (with a checkpoint) after this step"
     )
+    classifier = commands.add_parser(
+        "train-classifier", help="train a quality classifier (fastText or a transformers head) a scorer loads"
+    )
+    classifier.add_argument("--kind", choices=("fasttext", "transformers"), required=True)
+    classifier.add_argument("--out", required=True, help="the model's folder (metrics.json is written beside it)")
+    classifier.add_argument("--positive", nargs="+", metavar="FILE", help="reference examples (label hq)")
+    classifier.add_argument("--negative", nargs="+", metavar="FILE", help="crawl examples (label cc)")
+    classifier.add_argument("--data", nargs="+", metavar="FILE", help="labelled or rated .jsonl/.parquet records")
+    classifier.add_argument("--text-field", default="text", help="of JSONL/Parquet records (default text)")
+    classifier.add_argument("--label-field", help="--data: a label per record")
+    classifier.add_argument("--score-field", help="--data: a numeric score per record (regression)")
+    classifier.add_argument("--cut", type=float, default=3.0, help="scores: F1 of score >= CUT; fastText's hq")
+    classifier.add_argument("--held-out", type=float, default=0.1, help="share kept out of training (default 0.1)")
+    classifier.add_argument("--seed", type=int, default=0)
+    classifier.add_argument("--epochs", type=POSITIVE_INT, help="default 5 (fasttext), 3 (transformers)")
+    classifier.add_argument("--lr", type=POSITIVE, help="default 0.1 (fasttext), 5e-5 (transformers)")
+    classifier.add_argument("--word-ngrams", type=POSITIVE_INT, default=2, help="fasttext (default 2)")
+    classifier.add_argument("--dim", type=POSITIVE_INT, default=64, help="fasttext vectors (default 64)")
+    classifier.add_argument("--encoder", help="transformers: a local Hugging Face model folder")
+    classifier.add_argument("--freeze", action="store_true", help="transformers: train the head only")
+    classifier.add_argument("--batch-size", type=POSITIVE_INT, default=16, help="transformers (default 16)")
+    classifier.add_argument("--max-tokens", type=POSITIVE_INT, default=512, help="transformers (default 512)")
+    classifier.add_argument("--max-chars", type=POSITIVE_INT, default=10_000, help="transformers (default 10000)")
     plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
     plan.add_argument("--params", type=COUNT, required=True, help="parameters, e.g. 7.5B or 125M")
     plan.add_argument("--gpus", type=POSITIVE_INT, required=True)
@@ -150,6 +173,24 @@ def write_report(out_dir: str, output: str | None) -> int:
     return 0
 
 
+def train_classifier_command(args) -> int:
+    from pipeline.train_classifier import TrainingError, train_classifier
+
+    try:
+        metrics = train_classifier(args)
+    except TrainingError as exc:
+        print(f"train-classifier: {exc}", file=sys.stderr)
+        return 2
+    held = ", ".join(
+        f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+        for key, value in metrics["held_out"].items()
+    )
+    print(
+        f"train-classifier: {args.kind} model in {args.out}, trained on {metrics['trained_on']} examples; held out: {held}"
+    )
+    return 0
+
+
 def main(argv=None) -> int:
     """The command line, its console masked: no credential reaches it (pipeline/redact.py). A reader of its
     output that goes away (`validate | head -1`) ends it quietly, as it does a Unix tool, with 128 + SIGPIPE."""
@@ -176,6 +217,8 @@ def command(argv=None) -> int:
         return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     if args.command == "report":
         return write_report(args.out_dir, args.output)
+    if args.command == "train-classifier":
+        return train_classifier_command(args)
     if args.command == "validate":
         return validate_command(args)
     if args.command == "submit":

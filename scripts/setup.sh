@@ -23,6 +23,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     -e ".[test,train,spark,classify]"
   touch "$stamp"
 fi
+# fastText's own trainer (train-classifier --kind fasttext, pipeline/train_classifier.py). The fasttext package
+# is the module `fasttext` as fasttext-predict is, so it goes in a folder of its own that only the command's
+# child process reads. It builds from source (about a minute, needs g++).
+if [ ! -d .venv/fasttext-trainer/fasttext ] && command -v g++ >/dev/null; then
+  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps --target .venv/fasttext-trainer fasttext==0.9.3
+fi
 if ! command -v java >/dev/null; then
   echo "setup: no java on PATH: engine: spark (and its tests) need Java 17: apt install openjdk-17-jre-headless" >&2
 fi

@@ -79,28 +79,31 @@ class TransformerScorer:
         cut = [text[: self.max_chars] for text in texts]
         return tokenizer(cut, truncation=True, max_length=min(self.max_tokens, limit))["input_ids"]
 
-    def score(self, texts: list[str]) -> tuple[list[float], list]:
+    def logits(self, texts: list[str]):
+        """The model's outputs, a row per text (a float32 tensor)."""
         import torch
 
         tokenizer, model = self._load()
         ids = self.tokenize(texts)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # stable: the same batches on every run
-        outputs: list = [None] * len(ids)
+        outputs = torch.zeros((len(ids), len(self.labels)))
         for start in range(0, len(order), self.batch_size):
             chosen = order[start : start + self.batch_size]
             batch = tokenizer.pad({"input_ids": [ids[i] for i in chosen]}, return_tensors="pt").to(self.device)
             with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=self.device != "cpu"):
-                logits = model(**batch).logits.float().cpu()
-            for i, row in zip(chosen, logits):
-                outputs[i] = row
+                outputs[chosen] = model(**batch).logits.float().cpu()
+        return outputs
+
+    def score(self, texts: list[str]) -> tuple[list[float], list]:
+        import torch
+
+        outputs = self.logits(texts)
         if self.regression:
-            scores = [float(row[0]) for row in outputs]
+            scores = outputs[:, 0].tolist()
             return scores, [round(score) for score in scores]
-        probabilities = [torch.softmax(row, dim=0) for row in outputs]
-        return (
-            [float(p[self.label_index]) for p in probabilities],
-            [self.labels[int(p.argmax())] for p in probabilities],
-        )
+        probabilities = torch.softmax(outputs, dim=1)
+        labels = [self.labels[i] for i in probabilities.argmax(dim=1).tolist()]
+        return probabilities[:, self.label_index].tolist(), labels
 
 
 class TransformerScore:
