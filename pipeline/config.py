@@ -262,6 +262,20 @@ class TransformersScorerConfig:
 
 
 @dataclass
+class CombineScorerConfig:
+    """A `{scorer: NAME, kind: combine, scores: [...], how: max}` entry of `stages`: one score from the scores of
+    earlier scorers (an ensemble, as Nemotron-CC takes the highest of its classifiers' integer scores)."""
+
+    kind: str = "combine"
+    scores: list[str] = field(default_factory=list)  # number columns earlier stages add (score_a, int_score_b)
+    how: str = "max"  # max, mean or min of them
+    threshold: float | None = None  # reject below the combined score; None: score only
+
+
+COMBINE_HOW = ("max", "mean", "min")
+
+
+@dataclass
 class PiiConfig:
     """The `pii` stage, where a `stages:` list names it: what it masks, and with what (docs/design.md)."""
 

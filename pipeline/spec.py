@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from pipeline.config import ClassifierConfig, TransformersScorerConfig
+from pipeline.config import ClassifierConfig, CombineScorerConfig, TransformersScorerConfig
 from stages.c4 import C4Filter
-from stages.classifier import ClassifierScore, FastTextClassifier, NaiveBayes
+from stages.classifier import ClassifierScore, CombineScores, FastTextClassifier, NaiveBayes
 from stages.decontaminate import Decontaminate, EvalSet
 from stages.extract import Extract
 from stages.fineweb import FineWebQuality
@@ -316,15 +316,15 @@ def document_stages(config) -> list:
 
 def filter_steps(config) -> list[tuple[list, Any]]:
     """The filter pass in steps, each (stage objects, the pool it asks for): first the stages run in one task
-    per input file (pool None), then each transformers scorer, on a pool of actors of its own
-    (TransformersScorerConfig: num_cpus, num_gpus, concurrency). Config validation lists those last."""
+    per input file (pool None), then from each transformers scorer on, a step on a pool of actors of its own
+    (TransformersScorerConfig: num_cpus, num_gpus, concurrency) that also runs the stages listed after it."""
     steps: list[tuple[list, Any]] = [([], None)]
     for stage in declared(config):
         runner = _runner(stage, config)
         if runner is not None and on_actors(stage):
             steps.append(([runner], transformers_settings(stage.entry)))
         elif runner is not None:
-            steps[0][0].append(runner)
+            steps[-1][0].append(runner)
     return steps
 
 
@@ -347,19 +347,22 @@ def _runner(stage: Stage, config):
             device="cuda" if settings.num_gpus else "cpu",
         )
         return TransformerScore(model, name, settings.threshold)
+    if stage.entry.get("kind") == "combine":
+        combine = CombineScorerConfig(**{key: value for key, value in stage.entry.items() if key != "scorer"})
+        return CombineScores(name, combine.scores, combine.how, combine.threshold)
     return scorer(scorer_settings(stage.entry), name=name, column=f"score_{name}")
 
 
 def scorer_spec(name: str, entry: dict) -> StageSpec:
     """A named scorer's spec: a `{scorer: NAME, kind: ...}` entry adds `score_NAME` (and a transformers
     model's label or rounded score)."""
-    transformers = entry.get("kind") == "transformers"
+    transformers, combine = entry.get("kind") == "transformers", entry.get("kind") == "combine"
     return StageSpec(
         name,
         section=None,
-        needs=("text",),
+        needs=tuple(entry["scores"]) if combine else ("text",),
         adds=model_columns(name, entry["model"]) if transformers else {f"score_{name}": pa.float64()},
-        files=("model",) if transformers else CLASSIFIER_FILES,
+        files=("model",) if transformers else () if combine else CLASSIFIER_FILES,
         summary=f"scorer: `score_{name}`",
         rejects=f"`{name}:below_threshold`",
     )

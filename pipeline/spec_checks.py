@@ -19,7 +19,9 @@ import pyarrow as pa
 
 from pipeline import spec
 from pipeline.config import (
+    COMBINE_HOW,
     ClassifierConfig,
+    CombineScorerConfig,
     Config,
     ConfigError,
     Problems,
@@ -93,6 +95,7 @@ def check_stages(config: Config, base: Path) -> None:
         raise ConfigError("stages: an empty list; leave the key out for the default belt")
     names: dict[str, str] = {}  # stage name -> the entry that has it
     columns: dict[str, str] = {}  # column -> the entry that adds it
+    stage_types: dict[str, pa.DataType] = {}  # column -> its type
     for i, entry in enumerate(config.stages):
         key = f"stages[{i}]"
         stage = _stage_entry(config, entry, key, base)
@@ -101,20 +104,21 @@ def check_stages(config: Config, base: Path) -> None:
             why = f"{names[name]} has it too" if name in names else "a name of the belt's own passes"
             raise ConfigError(f"{key}: the stage name {name!r} is taken ({why}); give the entry a `name`")
         names[name] = key
+        if isinstance(entry, dict) and entry.get("kind") == "combine":
+            unknown = [c for c in entry["scores"] if c not in columns or not _is_number(stage_types[c])]
+            if unknown:
+                numbers = [c for c in columns if _is_number(stage_types[c])]
+                raise ConfigError(
+                    f"{key}.scores: {unknown[0]!r} is not a number column an earlier stage adds (they add: "
+                    f"{', '.join(numbers) or 'none'})"
+                )
         for column in stage.spec.adds:
             if column in columns:
                 raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which {columns[column]} adds too")
             if column in DOCUMENT_SCHEMA.names and name != "extract":
                 raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which every row has already")
             columns[column] = key
-    declared = spec.declared(config)
-    first = next((i for i, stage in enumerate(declared) if spec.on_actors(stage)), len(declared))
-    later = [i for i in range(first, len(declared)) if not spec.on_actors(declared[i])]
-    if later:
-        raise ConfigError(
-            f"stages[{later[0]}]: after a transformers scorer (stages[{first}]), which runs on a pool of actors once "
-            "the other stages are done; list the transformers scorers last"
-        )
+            stage_types[column] = stage.spec.adds[column]
     order = [entry if isinstance(entry, str) else None for entry in config.stages]
     if "extract" in order:
         reads_text = [e for e in order[: order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
@@ -157,6 +161,8 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
             raise ConfigError(f"{key}.scorer: expected a lower-case name (letters, digits, _), got {name!r}")
         if entry.get("kind") == "transformers":
             return _transformers_scorer(entry, key, base, config.engine)
+        if entry.get("kind") == "combine":
+            return _combine_scorer(entry, key)
         problems = Problems()
         settings = build(ClassifierConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
         problems.raise_any()
@@ -223,6 +229,19 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
             "num_gpus: 0, or run it on GPU actors with engine: ray"
         )
     entry.update(dataclasses.asdict(settings))  # the folder, resolved
+    return spec.Stage(spec.scorer_spec(entry["scorer"], entry), None, entry)
+
+
+def _combine_scorer(entry: dict, key: str):
+    """A `{scorer: NAME, kind: combine, scores: [...], how: ...}` entry (check_stages checks that earlier stages
+    add its scores)."""
+    problems = Problems()
+    settings = build(CombineScorerConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
+    problems.raise_any()
+    if not isinstance(settings.scores, list) or len(settings.scores) < 2:
+        raise ConfigError(f"{key}.scores: expected the names of two or more score columns, got {settings.scores!r}")
+    check_choice(settings.how, COMBINE_HOW, f"{key}.how")
+    _check_number(settings.threshold, f"{key}.threshold", "a number", lambda v: True)
     return spec.Stage(spec.scorer_spec(entry["scorer"], entry), None, entry)
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from itertools import repeat
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from .langid import fasttext_predict, load_fasttext_model
@@ -96,3 +97,27 @@ class ClassifierScore:
             reasons = [f"{self.name}:below_threshold" if s < self.threshold else None for s in scores]
             details = [f"score {s:.3f} < {self.threshold}" if s < self.threshold else None for s in scores]
         return {self.column: pa.array(scores, pa.float64())}, reasons, details
+
+
+class CombineScores:
+    """`score_NAME`: the max, mean or min of earlier scorers' columns (an ensemble); rejects
+    `NAME:below_threshold` below a threshold."""
+
+    def __init__(self, name: str, scores: list[str], how: str = "max", threshold: float | None = None):
+        self.name = name
+        self.scores = scores
+        self.how = how
+        self.threshold = threshold
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        return run_on_alive(batch, self.name, self._compute, {f"score_{self.name}": pa.float64()})
+
+    def _compute(self, alive: pa.Table):
+        columns = np.column_stack([alive[name].to_numpy(zero_copy_only=False).astype(float) for name in self.scores])
+        combined = getattr(np, self.how)(columns, axis=1)  # np.max, np.mean or np.min of each row
+        reasons = details = None
+        if self.threshold is not None:
+            below = ~(combined >= self.threshold)  # a NaN (a user stage's missing score) is not kept
+            reasons = [f"{self.name}:below_threshold" if b else None for b in below]
+            details = [f"{self.how} {c:.3f} < {self.threshold}" if b else None for b, c in zip(below, combined)]
+        return {f"score_{self.name}": pa.array(combined, pa.float64())}, reasons, details

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -20,6 +21,7 @@ import torch  # noqa: E402  (after the skip)
 
 from pipeline.config import ConfigError, RayConfig, ResourcesConfig, TransformersScorerConfig  # noqa: E402
 from pipeline.config_load import load_config  # noqa: E402
+from stages.classifier import CombineScores  # noqa: E402
 from stages.model_scorer import TransformerScore, TransformerScorer  # noqa: E402
 
 
@@ -203,13 +205,45 @@ def test_gpus_on_spark_are_refused_in_one_line(classifier, tmp_path):
         )
 
 
-def test_a_stage_after_a_transformers_scorer_is_refused(classifier, tmp_path):
-    scorer = json.dumps({"scorer": "hq", "kind": "transformers", "model": str(classifier)})
-    with pytest.raises(ConfigError) as error:
-        load_config(
-            str(CONFIGS / "local.yaml"), overrides=[f"stages=[extract, {scorer}, language]"], output=str(tmp_path)
-        )
-    assert str(error.value) == (
-        "stages[2]: after a transformers scorer (stages[1]), which runs on a pool of actors once the other stages "
-        "are done; list the transformers scorers last"
+def test_combine_takes_the_max_mean_or_min_and_its_threshold_rejects():
+    batch = ledger_table(["a", "b", "c"], score_x=[0.2, 0.9, float("nan")], int_score_y=pa.array([1, 0, 1], pa.int64()))
+    for how, expected in (("max", [1.0, 0.9]), ("mean", [0.6, 0.45]), ("min", [0.2, 0.0])):
+        out = CombineScores("best", ["score_x", "int_score_y"], how, threshold=0.5)(batch)
+        assert out["score_best"].to_pylist()[:2] == pytest.approx(expected)
+        assert out["stage"].to_pylist() == [None if e >= 0.5 else "best" for e in expected] + ["best"]  # NaN: out
+
+
+@pytest.mark.slow
+def test_two_transformers_scorers_their_ensemble_and_the_stages_after_them(tmp_path, run_here, classifier, regression):
+    """Nemotron-CC's ensemble: two model scorers, each on its pool, their max as one score with a threshold;
+    the rule stages listed after them run in the last scorer's step, on what the ensemble kept."""
+    a = {"scorer": "a", "kind": "transformers", "model": str(classifier)}
+    b = {"scorer": "b", "kind": "transformers", "model": str(regression), "concurrency": 2}
+    best = {"scorer": "best", "kind": "combine", "scores": ["score_a", "score_b"], "how": "max", "threshold": 0.9}
+    stages = f"stages=[extract, language, {json.dumps(a)}, {json.dumps(b)}, {json.dumps(best)}, quality, repetition]"
+    manifest = run_here(CONFIGS / "local.yaml", tmp_path / "out", [*BELT, *NO_DEDUP, stages], CRAWL)
+    docs = pq.read_table(tmp_path / "out" / "docs").to_pylist()
+    assert docs and all(doc["score_best"] == max(doc["score_a"], doc["score_b"]) >= 0.9 for doc in docs)
+    counts = manifest["stages"]
+    assert (
+        counts["best"]["rejected"] > 0
+        and counts["quality"]["rows_in"] == counts["a"]["rows_in"] - counts["best"]["rejected"]
     )
+    assert counts["repetition"]["rows_in"] + counts["repetition"]["rejected"] >= len(docs)
+
+
+@pytest.mark.parametrize(
+    "combine, message",
+    [
+        ({"scores": ["score_hq", "score_nope"]}, r"stages\[5\]\.scores: 'score_nope' is not a number column an earlier stage adds \(they add: lang_score, score_hq\)"),
+        ({"scores": ["score_hq", "label_hq"]}, r"stages\[5\]\.scores: 'label_hq' is not a number column"),
+        ({"scores": ["score_hq"]}, r"stages\[5\]\.scores: expected the names of two or more score columns"),
+        ({"scores": ["score_hq", "score_hq"], "how": "median"}, r"stages\[5\]\.how: expected one of max, mean, min, got 'median'"),
+    ],
+)  # fmt: skip
+def test_a_bad_combine_entry_is_refused_naming_its_key(classifier, combine, message, tmp_path):
+    scorer = json.dumps({"scorer": "hq", "kind": "transformers", "model": str(classifier)})
+    entry_ = json.dumps({"scorer": "best", "kind": "combine", **combine})
+    stages = f"stages=[extract, language, quality, repetition, {scorer}, {entry_}]"
+    with pytest.raises(ConfigError, match=message):
+        load_config(str(CONFIGS / "local.yaml"), overrides=[stages], output=str(tmp_path))
