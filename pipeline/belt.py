@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 
-from pipeline import dedup, engine, filtering, finalize, report, storage, tokens
+from pipeline import dedup, engine, filtering, finalize, report, scores, storage, tokens
 from pipeline.config import Config
 from pipeline.runlog import RUN_LOG, RunLog
 
@@ -151,10 +151,11 @@ def _belt(
             reject_text=config.rejects.text,
             doc_columns=finalize.doc_columns(config),
         )
+        scorers = scores.summarize(filtered, config)  # what each scorer dropped, for the report
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:
-        part_counts, dedup_seconds = finalize.COUNT_SCHEMA.empty_table(), {}
+        part_counts, dedup_seconds, scorers = finalize.COUNT_SCHEMA.empty_table(), {}, {}
 
     manifest = finalize.manifest(
         config=config,
@@ -166,6 +167,7 @@ def _belt(
         pass_seconds=timings,
         wall_seconds=time.time() - started,
         node_seconds=filter_seconds["nodes"],
+        scorers=scorers,
     )
     if files:
         for name, row in manifest["stages"].items():

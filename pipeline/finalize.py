@@ -149,6 +149,7 @@ def manifest(
     pass_seconds: dict,
     wall_seconds: float,
     node_seconds: dict | None = None,
+    scorers: dict | None = None,
 ) -> dict:
     """Sum the per-file counts, check the ledger, write manifest.json; a failed check raises InvariantError.
 
@@ -218,6 +219,9 @@ def manifest(
             "docs": sorted(str(p.relative_to(out)) for p in (out / "docs").glob("*.parquet")),
             "rejects": sorted(str(p.relative_to(out)) for p in (out / "rejects").glob("*.parquet")),
         },
+        # per scorer: its scores per source, what it rejected per language and domain, the documents near
+        # its threshold (pipeline/scores.py)
+        "scorers": scorers or {},
         "config": config.to_dict(),
         "versions": _versions(),
     }

@@ -141,6 +141,7 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str,
         "<h2>Domains</h2>",
         _domains(docs, rejects),
         _contamination(manifest, docs, rejects),
+        _scorers(manifest.get("scorers") or {}),
         "<h2>Mixture and tokens</h2>",
         _mixture(manifest),
         "<h2>Time</h2>",
@@ -343,6 +344,50 @@ def _domains(docs: pa.Table, rejects: pa.Table) -> str:
     return f"<p>Documents read (kept and rejected) per registered domain, the {DOMAINS_SHOWN} most read.</p>" + _table(
         ["registered domain", "documents read", "kept", "kept share", "main reject reason"], rows, {1, 2, 3}
     )
+
+
+def _scorers(scorers: dict) -> str:
+    """Per scorer: its score per source, what it rejected per language and domain, and the documents nearest its
+    threshold (pipeline/scores.py): a classifier keeps what resembles its reference set, and this shows whom
+    it turned away."""
+    if not scorers:
+        return ""
+    sections = ["<h2>Scorers</h2>"]
+    for name, seen in scorers.items():
+        threshold = seen["threshold"]
+        cut = "score only" if threshold is None else f"rejects below {threshold:g}"
+        sections.append(
+            f"<h3>{escape(name)}: {escape(seen['column'])}, {seen['scored']:,} documents scored, {cut}</h3>"
+        )
+        charts = [
+            svg.img(
+                svg.histogram(
+                    f"{seen['column']} of source {source} ({mine['scored']:,})",
+                    seen["edges"],
+                    mine["counts"],
+                    seen["column"],
+                ),
+                f"{name} scores of {source}",
+            )
+            for source, mine in seen["by_source"].items()
+        ]
+        sections.append('<div class="plots">' + "".join(charts) + "</div>")
+        if threshold is None:
+            continue
+        for key, title in (("by_language", "language"), ("by_domain", "registered domain")):
+            rows = [[k, n, out, f"{out / n:.1%}"] for k, (n, out) in seen[key].items()]
+            sections.append(_table([title, "scored", f"rejected by {name}", "share"], rows, {1, 2, 3}))
+        near = seen["near_threshold"]
+        rows = [
+            [side, doc[seen["column"]], doc["source"], doc["url"], doc["text"]]
+            for side in ("above", "below")
+            for doc in near.get(side, [])
+        ]
+        sections.append(
+            "<p>The documents nearest the threshold, kept (above) and rejected (below):</p>"
+            + _table(["", seen["column"], "source", "url", "text (start)"], rows, {1})
+        )
+    return "\n".join(sections)
 
 
 def _domain_row(domain: str, read: int, kept: int, rules: Counter) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 
 import pyarrow as pa
@@ -116,6 +117,21 @@ def test_the_belt_scores_on_a_pool_of_actors_the_same_on_1_and_2_actors(tmp_path
     below = sum(doc["score_hq"] < median for doc in docs)
     assert below and manifest["counts"]["rejected_by_reason"]["hq:below_threshold"] == below
     assert manifest["stages"]["hq"]["rows_in"] == len(docs) and manifest["stages"]["hq"]["seconds"] > 0
+
+    # What the scorer dropped (pipeline/scores.py), in the manifest and the report: every scored document
+    # counted once per source, language and domain; the nearest kept and rejected documents are the ones
+    # with the lowest score at or above the threshold and the highest below it.
+    seen = manifest["scorers"]["hq"]
+    assert seen["scored"] == len(docs) and seen["rejected"] == below and seen["threshold"] == median
+    assert sum(sum(source["counts"]) for source in seen["by_source"].values()) == len(docs)
+    assert sum(n for n, _ in seen["by_language"].values()) == len(docs)
+    assert sum(out for _, out in seen["by_language"].values()) == below
+    scores = sorted(doc["score_hq"] for doc in docs)
+    near = seen["near_threshold"]
+    assert [doc["score_hq"] for doc in near["above"]] == pytest.approx([s for s in scores if s >= median][:3])
+    assert [doc["score_hq"] for doc in near["below"]] == pytest.approx([s for s in scores if s < median][::-1][:3])
+    page = (tmp_path / "two" / "report.html").read_text()
+    assert "<h2>Scorers</h2>" in page and all(escape(doc["url"]) in page for doc in near["above"] + near["below"])
 
 
 @pytest.mark.slow
