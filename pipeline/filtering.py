@@ -66,10 +66,12 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
         ]
         if len(pending) < len(files):
             log.info(
-                "resume: %d of %d files already through step %d of the filter pass",
+                "resume: %d of %d files already through the filter pass%s",
                 len(files) - len(pending),
                 len(files),
-                k,
+                f" (step {k + 1} of {len(steps)}, from {stages[0].name if stages else 'read'})"
+                if len(steps) > 1
+                else "",
             )
         if not pending:
             continue
