@@ -159,6 +159,9 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
         name = entry["scorer"]
         if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
             raise ConfigError(f"{key}.scorer: expected a lower-case name (letters, digits, _), got {name!r}")
+        kinds = ("naive_bayes", "fasttext", "transformers", "combine")
+        if entry.get("kind", "naive_bayes") not in kinds:  # naive_bayes: ClassifierConfig's default
+            raise ConfigError(f"{key}.kind: a scorer needs one of {', '.join(kinds)}, got {entry['kind']!r}")
         if entry.get("kind") == "transformers":
             return _transformers_scorer(entry, key, base, config.engine)
         if entry.get("kind") == "combine":
@@ -167,8 +170,6 @@ def _stage_entry(config: Config, entry, key: str, base: Path):
         settings = build(ClassifierConfig, {k: v for k, v in entry.items() if k != "scorer"}, key, problems)
         problems.raise_any()
         check_scorer(settings, key, base)
-        if settings.kind == "none":
-            raise ConfigError(f"{key}.kind: a scorer needs naive_bayes, fasttext or transformers")
         entry.update(dataclasses.asdict(settings))  # the files, resolved
         return spec.Stage(spec.scorer_spec(name, entry), None, entry)
     unknown = [k for k in entry if k not in USER_STAGE_KEYS]

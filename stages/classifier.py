@@ -1,7 +1,8 @@
 """Model-based quality scores: a tiny naive Bayes over words, or a fastText supervised model.
 
 Both expose `score(text) -> float`; `ClassifierScore` is the stage that writes the score and, given a
-threshold, rejects what falls below it.
+threshold, rejects what falls below it. `CombineScores` makes one score of several (an ensemble). The
+transformers scorer is stages/model_scorer.py.
 """
 
 from __future__ import annotations

@@ -64,7 +64,10 @@ def test_the_default_belt_and_a_listed_one(tmp_path):
         ("[extract, extract]", "stages[1]: the stage name 'extract' is taken (stages[0] has it too)"),
         ("[extract, {scorer: Bad Name, kind: naive_bayes}]", "stages[1].scorer: expected a lower-case name"),
         ("[extract, {scorer: nb, kind: fasttext}]", "stages[1].model_path: fasttext needs a model file"),
-        ("[extract, {scorer: nb, kind: none}]", "stages[1].kind: a scorer needs naive_bayes, fasttext or transformers"),
+        (
+            "[extract, {scorer: nb, kind: none}]",
+            "stages[1].kind: a scorer needs one of naive_bayes, fasttext, transformers, combine, got 'none'",
+        ),
         (
             "[extract, {scorer: read, kind: naive_bayes, good_examples: [classifier/good.txt], "
             "bad_examples: [classifier/bad.txt]}]",
