@@ -4,7 +4,11 @@ own forward pass; in a belt it runs on a pool of actors, with the same output on
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import time
 from html import escape
 from pathlib import Path
 
@@ -14,6 +18,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_complete, assert_same_output, ledger_table, spark_missing
+from test_user_stages import PYTHON, base_config, output_bytes, run_cli, slow_stage_files
 from tiny_models import bert_scorer, examples
 
 pytest.importorskip("transformers", reason="the classify extra (transformers) is not installed")
@@ -175,6 +180,49 @@ def test_a_rerun_redoes_only_the_files_without_a_part_of_the_scorer_step(tmp_pat
     for part in parts:
         assert part.read_bytes() == written[part.name][0]
         assert (part.stat().st_mtime_ns == written[part.name][1]) == (part != parts[0])
+
+
+@pytest.mark.slow
+def test_a_run_killed_in_the_scorer_step_resumes_with_the_bytes_of_an_unbroken_one(tmp_path, classifier):
+    """Killed -9 while the actors score (a slow user stage listed after the scorer runs in its step), then run
+    again: the files already through the step are kept, and the output is the unbroken run's, byte for byte."""
+    outside, inputs = slow_stage_files(tmp_path)
+    scorer = {"scorer": "hq", "kind": "transformers", "model": str(classifier), "threshold": 0.5}
+
+    def config(name: str, wait_s: float) -> Path:
+        slow = {"use": "my_slow_stage:Slow", "with": {"wait_s": wait_s}}
+        raw = base_config([str(inputs)], tmp_path / name, stages=["language", scorer, slow, "quality"])
+        raw["read"] = {"batch_size": 5}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(raw))
+        return tmp_path / f"{name}.yaml"
+
+    whole = run_cli(["run", str(config("whole", 0.0))], tmp_path, outside)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    process = subprocess.Popen(
+        [PYTHON, "-m", "pipeline", "run", str(config("killed", 0.3))],
+        cwd=tmp_path,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(outside)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    scored = tmp_path / "killed" / "_work" / "filtered"
+    deadline = time.monotonic() + 300
+    while len(list(scored.glob("file-*.parquet"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert len(list(scored.glob("file-*.parquet"))) < 6, "the kill came too late to test resume"
+    again = run_cli(["run", str(config("killed", 0.3))], tmp_path, outside)
+    assert again.returncode == 0, again.stderr[-3000:]
+    resumed = re.search(
+        r"resume: (\d+) of 6 files already through the filter pass \(step 2 of 2, from hq\)", again.stderr
+    )
+    assert resumed and 2 <= int(resumed[1]) < 6, again.stderr[-3000:]
+    assert "resume: 6 of 6 files already through the filter pass (step 1 of 2, from language)" in again.stderr
+    assert output_bytes(tmp_path / "killed") == output_bytes(tmp_path / "whole")
+    manifest = json.loads((tmp_path / "killed" / "manifest.json").read_text())
+    assert manifest["counts"]["rejected_by_reason"].get("slow:odd") and all(manifest["invariants"].values())
 
 
 @pytest.mark.slow

@@ -276,6 +276,12 @@ class BreaksOnBigBatches:
 
 @pytest.fixture()
 def slow_stage_inputs(tmp_path):
+    return slow_stage_files(tmp_path)
+
+
+def slow_stage_files(tmp_path: Path) -> tuple[Path, Path]:
+    """SLOW_STAGE's module in a folder outside the repository (for PYTHONPATH), and six JSONL files of 20
+    pages each."""
     outside = tmp_path / "outside"  # a module outside the repository, on PYTHONPATH
     outside.mkdir()
     (outside / "my_slow_stage.py").write_text(SLOW_STAGE)
