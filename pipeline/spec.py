@@ -345,6 +345,7 @@ def _runner(stage: Stage, config):
             max_tokens=settings.max_tokens,
             batch_size=settings.batch_size,
             device="cuda" if settings.num_gpus else "cpu",
+            threads=max(1, int(settings.num_cpus)),
         )
         return TransformerScore(model, name, settings.threshold)
     if stage.entry.get("kind") == "combine":

@@ -49,6 +49,7 @@ class TransformerScorer:
         max_tokens: int = 512,
         batch_size: int = 32,
         device: str = "cpu",
+        threads: int = 1,
     ):
         self.model_dir = str(model_dir)
         self.labels, self.regression = model_head(self.model_dir)
@@ -57,14 +58,20 @@ class TransformerScorer:
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.device = device
+        self.threads = threads
 
     def _load(self):
         key = (self.model_dir, self.device)
         if key not in _LOADED:
+            import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
             from transformers.utils import logging as transformers_logging
 
             transformers_logging.disable_progress_bar()  # a worker's stderr is the run's console
+            if self.device == "cpu":
+                # The same threads on every engine: a matrix product's sums, and so the scores' last bits,
+                # depend on how many threads split it (Ray and Spark set OMP_NUM_THREADS each their own way).
+                torch.set_num_threads(self.threads)
 
             # local_files_only: a folder on disk, never a download
             tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
