@@ -10,7 +10,7 @@ Text files hold one example per non-blank line; JSONL and Parquet files one per 
 Two kinds of model:
   - fasttext: a supervised fastText model (word n-grams), trained by fastText itself, which cannot share an
     environment with fasttext-predict (both are the module `fasttext`): it runs in a child process from the
-    folder setup.sh installs it in (FASTTEXT_TRAINER). A numeric score is cut into hq/cc at `--cut`.
+    folder setup.sh installs it in (FASTTEXT_TRAINER). A numeric score becomes hq at `--cut` and above, else cc.
   - transformers: a classification (labels) or regression (scores) head on a local Hugging Face encoder,
     the encoder frozen (`--freeze`) or trained with it.
 A share of the examples (`--held-out`) is kept out of training; the held-out metrics are printed and written
@@ -187,12 +187,12 @@ def train_fasttext(examples: Examples, train: np.ndarray, out: Path, args) -> li
             f"--kind fasttext needs fastText's trainer in {FASTTEXT_TRAINER} (bash scripts/setup.sh installs it: "
             f"pip install --no-deps --target {FASTTEXT_TRAINER} fasttext==0.9.3)"
         )
-    labels = examples.labels or [POSITIVE if s >= args.cut else NEGATIVE for s in examples.scores or []]
+    labels = examples.labels or []
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "train.txt"
         with open(data, "w", encoding="utf-8") as f:
             for i in train:  # fastText's format: its labels first, then the text on one line
-                f.write(f"__label__{labels[i].replace(' ', '_')} {' '.join(examples.texts[i].split())}\n")
+                f.write(f"__label__{labels[i]} {' '.join(examples.texts[i].split())}\n")
         settings = {
             "input": str(data),
             "epoch": args.epochs or 5,
@@ -286,11 +286,14 @@ def train_classifier(args) -> dict:
     """Train, score the held-out examples, write the model and metrics.json into `args.out`; returns the
     metrics."""
     examples = load_examples(args)
+    if args.kind == "fasttext" and examples.scores is not None:  # fastText learns labels: hq at the cut and above
+        examples = Examples(examples.texts, labels=[POSITIVE if s >= args.cut else NEGATIVE for s in examples.scores])
+    if args.kind == "fasttext":  # a fastText label is one word
+        examples.labels = [label.replace(" ", "_") for label in examples.labels or []]
     kinds = set(examples.labels) if examples.labels is not None else None
     if len(examples.texts) < 4 or (kinds is not None and len(kinds) < 2):
-        raise TrainingError(
-            f"{len(examples.texts)} examples of {len(kinds or [])} labels: need at least 4 and two labels"
-        )
+        named = "" if kinds is None else f" with the labels {', '.join(sorted(kinds))}"
+        raise TrainingError(f"{len(examples.texts)} examples{named}: need at least 4, and two labels")
     if not 0 < args.held_out < 1:
         raise TrainingError(f"--held-out: expected a share in (0, 1), got {args.held_out}")
     train, held = split(len(examples.texts), args.held_out, args.seed)
@@ -299,7 +302,7 @@ def train_classifier(args) -> dict:
     texts = [examples.texts[i] for i in held]
     if args.kind == "fasttext":
         labels = train_fasttext(examples, train, out, args)
-        truth = examples.labels or [POSITIVE if s >= args.cut else NEGATIVE for s in examples.scores or []]
+        truth = examples.labels or []
         probabilities = fasttext_predictions(out / "model.bin", texts, labels)
         predicted = [labels[int(row.argmax())] for row in probabilities]
         metrics = label_metrics([truth[i] for i in held], predicted, probabilities, labels)

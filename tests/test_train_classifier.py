@@ -107,10 +107,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "broken.jsonl").write_text('{"text": "one", "label": "a"}\n{"text": "two", "label": "b"}\nnot json\n')
     (tmp_path / "unlabelled.jsonl").write_text('{"text": "one"}\n')
     (tmp_path / "words.jsonl").write_text("".join(json.dumps({"text": "x", "s": "high"}) + "\n" for _ in range(5)))
+    (tmp_path / "low.jsonl").write_text("".join(json.dumps({"text": f"x {i}", "s": 1}) + "\n" for i in range(5)))
     cases = [
         (["--data", str(tmp_path / "broken.jsonl"), "--label-field", "label"], r".*broken\.jsonl:3: not a JSON record \(.*\)"),
         (["--data", str(tmp_path / "unlabelled.jsonl"), "--label-field", "label"], r".*unlabelled\.jsonl:1: the record has no 'text' and 'label'"),
         (["--data", str(tmp_path / "words.jsonl"), "--score-field", "s"], r"--score-field 's': expected numbers, got 'high'"),
+        (["--data", str(tmp_path / "low.jsonl"), "--score-field", "s"], r"5 examples with the labels cc: need at least 4, and two labels"),
         (["--data", str(tmp_path / "broken.jsonl")], r"--data needs --label-field \(labels\) or --score-field \(numeric scores\), one of them"),
         (["--positive", str(good)], r"give --positive and --negative files \(reference against crawl\), or --data"),
         (["--positive", str(good), "--negative", str(tmp_path / "missing.txt")], r".*missing\.txt: no such file"),
