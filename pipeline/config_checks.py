@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from pipeline.config import RAY_OBJECT_STORE_MIN_MB, ClassifierConfig, Config, ConfigError, Problems, input_format
 from pipeline.config_read import expand_inputs, file_key, resolve_path
+from pipeline.export import FORMATS as EXPORT_FORMATS
 from stages.c4 import read_bad_words
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
@@ -326,6 +327,19 @@ def check_pii(config: Config, base: Path) -> None:
     if unknown or not pii.kinds or len(set(pii.kinds)) < len(pii.kinds):
         raise ConfigError(
             f"pii.kinds: expected a non-empty list of distinct kinds among {', '.join(PII_KINDS)}, got {pii.kinds!r}"
+        )
+
+
+def check_formats(config: Config) -> None:
+    formats = config.packing.formats
+    unknown = [f for f in formats if f not in EXPORT_FORMATS] if isinstance(formats, list) else [formats]
+    if unknown or len(set(formats)) < len(formats):
+        raise ConfigError(
+            f"packing.formats: expected a list of distinct formats among {', '.join(EXPORT_FORMATS)}, got {formats!r}"
+        )
+    if "parquet" not in formats:
+        raise ConfigError(
+            "packing.formats: parquet is always written (the train stage and the other formats read it); list it"
         )
 
 

@@ -241,6 +241,8 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
     manifest["outputs"]["tokens"] = [result["tokens"]["tokenizer"]] + [
         shard["path"] for shard in result["tokens"]["shards"]
     ]
+    for name, files in result["tokens"]["exports"].items():
+        manifest["outputs"][name] = [f["path"] for f in files]
     manifest["wall_seconds"] = round(wall_seconds, 3)
     manifest["complete"] = all(manifest["invariants"].values())  # a failed check is never committed
     write_manifest(out, manifest)

@@ -23,7 +23,7 @@ import tldextract
 from pipeline import svg
 from pipeline.storage import MARKER, write_atomic
 
-PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "tokens_pass"]
+PASSES = ["filter_pass", "dedup_pass", "finalize", "tokenizer", "encode", "mixture", "pack", "export", "tokens_pass"]
 STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
@@ -506,6 +506,16 @@ def _mixture(manifest: dict) -> str:
             "remainder",
             f"{tokens['remainder']}: {sum(tokens['dropped_tokens_per_source'].values()):,} tokens "
             f"dropped, {tokens['padding_tokens']:,} padding",
+        ],
+        [
+            "formats",
+            ", ".join(
+                [f"parquet ({len(shards)} shards)"]
+                + [
+                    f"{name} ({', '.join(f['path'] for f in files)})"
+                    for name, files in tokens.get("exports", {}).items()
+                ]
+            ),
         ],
     ]
     parts += ['<div class="plots">', svg.img(chart, "tokens per source"), _table(["token shards", ""], facts), "</div>"]

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline import engine
+from pipeline import engine, export
 from pipeline.config import Config, ConfigError
 from pipeline.finalize import write_table
 from pipeline.storage import parquet_file, part_index, part_name, write_atomic
@@ -319,6 +319,11 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             f"pack: no sequence written: {drawn} tokens drawn, fewer than one sequence of {seq_tokens} "
             f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad" if drawn else ""),
         )
+    # Exports: the same sequences in the formats other trainers read (packing.formats).
+    with _timed(seconds, "export"):
+        exports = export.write(out, config.packing.formats, [r["path"] for r in shard_rows], tokenizer.vocab_size)
+    for name, files in exports.items():
+        log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
     checks = {
         "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
         "tokens in shards == tokens drawn - dropped": all(
@@ -344,6 +349,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "remainder": config.packing.remainder,
             "shuffled": config.packing.shuffle,
             "shards": shard_rows,
+            "formats": config.packing.formats,
+            "exports": exports,  # per format besides parquet: its files, with size and SHA-256
             "sequences": total,
             "tokens_per_source": tokens_written,
             "dropped_tokens_per_source": dropped,

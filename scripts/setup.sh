@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install crawlbelt with its pinned dependencies, the test, train, spark and
-# classify extras; quick when already done. engine: spark also needs Java 17, which this checks for.
+# Create .venv (Python 3.11) and install crawlbelt with its pinned dependencies, the test, train, spark,
+# classify and export extras; quick when already done. engine: spark also needs Java 17, which this checks for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -20,7 +20,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   if command -v g++ >/dev/null; then no_binary=(--no-binary fasttext-predict); fi
   # Compiled now: this machine's Python writes no bytecode as it imports (PYTHONDONTWRITEBYTECODE).
   .venv/bin/uv pip install --quiet --python .venv/bin/python --compile-bytecode "${links[@]}" "${no_binary[@]}" \
-    -e ".[test,train,spark,classify]"
+    -e ".[test,train,spark,classify,export]"
   touch "$stamp"
 fi
 # fastText's own trainer (train-classifier --kind fasttext, pipeline/train_classifier.py). The fasttext package

@@ -50,6 +50,7 @@ RUNS = {
         "tokenizer.engine=tokenizers",
         "packing.remainder=pad",
         "packing.shuffle=false",
+        "packing.formats=[parquet, megatron]",
         "rejects.text=full",
     ],
     "resiliparse-clean": [

@@ -41,7 +41,7 @@ def test_torch_is_only_in_the_train_extra_which_setup_installs():
     assert not any(d.startswith("torch") for d in project["dependencies"])
     assert project["optional-dependencies"]["train"] == ["torch==2.13.0"]
     assert project["optional-dependencies"]["classify"] == ["torch==2.13.0", "transformers==5.25.0"]
-    assert '".[test,train,spark,classify]"' in (ROOT / "scripts" / "setup.sh").read_text()
+    assert '".[test,train,spark,classify,export]"' in (ROOT / "scripts" / "setup.sh").read_text()
 
 
 def test_pyspark_is_only_in_the_spark_extra_which_setup_installs():

@@ -1,0 +1,76 @@
+"""Token shards in the formats other trainers read (`packing.formats`), written from the Parquet shards once
+they are complete, so that every format holds the same sequences in the same order.
+
+    megatron   tokens/megatron/tokens.bin + tokens.idx: Megatron-LM's (and NeMo's) indexed dataset, read by
+               megatron.core.datasets.indexed_dataset.IndexedDataset("OUT/tokens/megatron/tokens")
+
+The Megatron dataset is one merged dataset: the run's mixture is already drawn and its sequences shuffled,
+so each packed sequence (its `length` tokens: a padded last sequence without its padding) is one Megatron
+sequence and one document, in shard order. Its layout (megatron/core/datasets/indexed_dataset.py): the .bin
+holds the token ids back to back, uint16 where the vocabulary fits (dtype code 8), else int32 (code 4); the
+.idx holds the header b"MMIDIDX\\x00\\x00", version 1 (<Q), the dtype code (<B), the sequence count (<Q),
+the document count (<Q), then each sequence's length (int32), its byte offset in the .bin (int64) and the
+document indices (int64: 0, then the end of each document).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from pipeline.storage import write_atomic
+
+FORMATS = ("parquet", "megatron")
+MEGATRON_HEADER = b"MMIDIDX\x00\x00"
+MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
+
+
+def write(out: Path, formats: list[str], shards: list[str], vocab_size: int) -> dict[str, list[dict]]:
+    """Every format besides parquet, from the shards (paths in `out`); returns, per format, the files written
+    with their size and SHA-256."""
+    written = {}
+    if "megatron" in formats:
+        written["megatron"] = megatron(out, shards, vocab_size)
+    return written
+
+
+def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
+    folder = out / "tokens" / "megatron"
+    folder.mkdir(parents=True, exist_ok=True)
+    dtype = np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+    lengths: list[np.ndarray] = []
+
+    def write_bin(tmp: Path) -> None:
+        with open(tmp, "wb") as data:
+            for shard in shards:  # one shard in memory at a time
+                table = pq.read_table(out / shard, columns=["tokens", "length"])
+                width = table.schema.field("tokens").type.list_size
+                tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
+                length = table["length"].to_numpy().astype(np.int64)
+                kept = np.arange(width) < length[:, None]  # a padded sequence without its padding
+                data.write(tokens[kept].astype(dtype).tobytes())
+                lengths.append(length)
+
+    def write_idx(tmp: Path) -> None:
+        length = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+        pointers = np.concatenate([[0], np.cumsum(length * dtype.itemsize)[:-1]]) if len(length) else length
+        with open(tmp, "wb") as index:
+            index.write(MEGATRON_HEADER + struct.pack("<Q", 1) + struct.pack("<B", MEGATRON_DTYPES[dtype]))
+            index.write(struct.pack("<Q", len(length)) + struct.pack("<Q", len(length) + 1))
+            index.write(length.astype(np.int32).tobytes())
+            index.write(pointers.astype(np.int64).tobytes())
+            index.write(np.arange(len(length) + 1, dtype=np.int64).tobytes())  # each sequence a document
+
+    write_atomic(folder / "tokens.bin", write_bin)
+    write_atomic(folder / "tokens.idx", write_idx)
+    return [_described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
+
+
+def _described(out: Path, path: Path) -> dict:
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return {"path": str(path.relative_to(out)), "bytes": path.stat().st_size, "sha256": digest}

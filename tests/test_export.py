@@ -1,0 +1,85 @@
+"""packing.formats (pipeline/export.py): the Megatron indexed dataset, read back by megatron-core's own reader,
+holds exactly the Parquet shards' sequences; the manifest lists its files with size and checksum; Spark writes
+the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_complete, assert_same_output, spark_missing
+from pipeline.config import ConfigError
+from pipeline.config_load import load_config
+
+CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+# Sequences shorter than the crawl, and a padded last one per source: lengths that differ.
+SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron]", "packing.remainder=pad"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, ray_session):
+    from helpers import run_here
+
+    out = tmp_path_factory.mktemp("export") / "out"
+    manifest = run_here(CONFIGS / "local.yaml", out, SETTINGS, CRAWL)
+    return out, manifest
+
+
+def test_megatrons_reader_reads_the_parquet_shards_sequences(exported):
+    indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset", reason="the export extra (megatron-core)")
+    out, manifest = exported
+    assert_complete(out)
+    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    dataset = indexed.IndexedDataset(str(out / "tokens" / "megatron" / "tokens"))
+    assert len(dataset) == len(rows) == manifest["tokens"]["sequences"] > 1
+    assert dataset.index.dtype == np.uint16  # the vocabulary fits
+    assert list(dataset.document_indices) == list(range(len(rows) + 1))  # each sequence one document
+    eos = manifest["tokens"]["eos_id"]
+    for i, row in enumerate(rows):
+        assert dataset[i].tolist() == row["tokens"][: row["length"]]
+    assert any(row["length"] < len(row["tokens"]) for row in rows)  # a padded one, written without its padding
+    # every document drawn ends with its end token (one source, drawn once: the documents kept)
+    ends = sum(int((dataset[i] == eos).sum()) for i in range(len(dataset)))
+    assert ends == manifest["counts"]["kept"] and manifest["mixture"]["table"][0]["passes"] == 1
+
+
+def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
+    out, manifest = exported
+    files = manifest["tokens"]["exports"]["megatron"]
+    assert [f["path"] for f in files] == ["tokens/megatron/tokens.bin", "tokens/megatron/tokens.idx"]
+    for f in files:
+        data = (out / f["path"]).read_bytes()
+        assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
+    assert manifest["outputs"]["megatron"] == [f["path"] for f in files]
+    assert manifest["tokens"]["formats"] == ["parquet", "megatron"]
+    assert json.loads((out / "manifest.json").read_text())["tokens"]["exports"] == manifest["tokens"]["exports"]
+    assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_spark_writes_the_same_megatron_bytes(exported, tmp_path, run_here):
+    if reason := spark_missing():
+        pytest.skip(reason)
+    out, _ = exported
+    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*SETTINGS, "engine=spark"], CRAWL)
+    assert_same_output(out, tmp_path / "spark")  # tokens/ holds tokens/megatron/ too
+    assert (tmp_path / "spark" / "tokens" / "megatron" / "tokens.bin").read_bytes() == (
+        out / "tokens" / "megatron" / "tokens.bin"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "formats, message",
+    [
+        ("[megatron]", "packing.formats: parquet is always written"),
+        ("[parquet, mds]", "packing.formats: expected a list of distinct formats among parquet, megatron, got"),
+        ("[parquet, parquet]", "packing.formats: expected a list of distinct formats"),
+    ],
+)
+def test_a_wrong_formats_list_is_one_line(formats, message, tmp_path):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_config(str(CONFIGS / "local.yaml"), overrides=[f"packing.formats={formats}"], output=str(tmp_path / "o"))
