@@ -279,21 +279,34 @@ def test_combine_takes_the_max_mean_or_min_and_its_threshold_rejects():
 
 @pytest.mark.slow
 def test_two_transformers_scorers_their_ensemble_and_the_stages_after_them(tmp_path, run_here, classifier, regression):
-    """Nemotron-CC's ensemble: two model scorers, each on its pool, their max as one score with a threshold;
-    the rule stages listed after them run in the last scorer's step, on what the ensemble kept."""
+    """Nemotron-CC's ensemble: two model scorers, each on its pool, their max as one score; with the median of
+    that score as its threshold, the rule stages listed after them run, in the last scorer's step, on what
+    the ensemble kept, and the documents kept are the score-only run's at or above the median."""
     a = {"scorer": "a", "kind": "transformers", "model": str(classifier)}
     b = {"scorer": "b", "kind": "transformers", "model": str(regression), "concurrency": 2}
-    best = {"scorer": "best", "kind": "combine", "scores": ["score_a", "score_b"], "how": "max", "threshold": 0.9}
-    stages = f"stages=[extract, language, {json.dumps(a)}, {json.dumps(b)}, {json.dumps(best)}, quality, repetition]"
-    manifest = run_here(CONFIGS / "local.yaml", tmp_path / "out", [*BELT, *NO_DEDUP, stages], CRAWL)
-    docs = pq.read_table(tmp_path / "out" / "docs").to_pylist()
-    assert docs and all(doc["score_best"] == max(doc["score_a"], doc["score_b"]) >= 0.9 for doc in docs)
+
+    def run(name: str, threshold: float | None) -> tuple[dict, list[dict]]:
+        best = {
+            "scorer": "best",
+            "kind": "combine",
+            "scores": ["score_a", "score_b"],
+            "how": "max",
+            "threshold": threshold,
+        }
+        stages = (
+            f"stages=[extract, language, {json.dumps(a)}, {json.dumps(b)}, {json.dumps(best)}, quality, repetition]"
+        )
+        manifest = run_here(CONFIGS / "local.yaml", tmp_path / name, [*BELT, *NO_DEDUP, stages], CRAWL)
+        return manifest, pq.read_table(tmp_path / name / "docs").to_pylist()
+
+    _, scored = run("scored", None)
+    assert scored and all(doc["score_best"] == max(doc["score_a"], doc["score_b"]) for doc in scored)
+    median = sorted(doc["score_best"] for doc in scored)[len(scored) // 2]
+    manifest, kept = run("kept", median)
+    assert [doc["id"] for doc in kept] == [doc["id"] for doc in scored if doc["score_best"] >= median]
     counts = manifest["stages"]
-    assert (
-        counts["best"]["rejected"] > 0
-        and counts["quality"]["rows_in"] == counts["a"]["rows_in"] - counts["best"]["rejected"]
-    )
-    assert counts["repetition"]["rows_in"] + counts["repetition"]["rejected"] >= len(docs)
+    assert counts["best"]["rejected"] >= sum(doc["score_best"] < median for doc in scored) > 0
+    assert counts["quality"]["rows_in"] == counts["a"]["rows_in"] - counts["best"]["rejected"]
 
 
 @pytest.mark.parametrize(
