@@ -181,6 +181,9 @@ def train_classifier_command(args) -> int:
     except TrainingError as exc:
         print(f"train-classifier: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --out cannot be written
+        print(f"train-classifier: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
     held = ", ".join(
         f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
         for key, value in metrics["held_out"].items()

@@ -122,6 +122,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         done = cli("train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
         assert done.returncode == 2 and done.stdout == "", (arguments, done.stderr)
         assert re.fullmatch(f"train-classifier: {message}\n", done.stderr), done.stderr
+    (tmp_path / "a-file").write_text("")
+    done = cli("train-classifier", "--kind", "fasttext", "--positive", str(good), "--negative", str(good),
+               "--out", str(tmp_path / "a-file" / "model"))  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == f"train-classifier: {tmp_path / 'a-file' / 'model'}: Not a directory\n"
     done = cli("train-classifier", "--kind", "transformers", "--positive", str(good), "--negative", str(good),
                "--encoder", str(tmp_path), "--out", str(tmp_path / "out"))  # fmt: skip
     assert done.returncode == 2
