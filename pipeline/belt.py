@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 
-from pipeline import dedup, engine, filtering, finalize, report, scores, storage, tokens
+from pipeline import dedup, engine, export, filtering, finalize, report, scores, storage, tokens
 from pipeline.config import Config
 from pipeline.runlog import RUN_LOG, RunLog
 
@@ -186,6 +186,10 @@ def _belt(
     timings["tokens_pass"] = time.perf_counter() - t
     watch.progress()
     manifest = finalize.add_tokens(build, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
+    if "huggingface" in config.packing.formats:  # the dataset card, from the complete manifest
+        manifest["tokens"]["exports"]["huggingface"] = export.card(build, manifest)
+        manifest["outputs"]["huggingface"] = ["README.md"]
+        finalize.write_manifest(build, manifest)
 
     # Report: one self-contained page of plots.
     report.write(build)

@@ -4,6 +4,9 @@ they are complete, so that every format holds the same sequences in the same ord
     megatron   tokens/megatron/tokens.bin + tokens.idx: Megatron-LM's (and NeMo's) indexed dataset, read by
                megatron.core.datasets.indexed_dataset.IndexedDataset("OUT/tokens/megatron/tokens")
 
+    huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
+               let datasets.load_dataset("OUT", "docs") and ("OUT", "tokens") read the Parquet files
+
 The Megatron dataset is one merged dataset: the run's mixture is already drawn and its sequences shuffled,
 so each packed sequence (its `length` tokens: a padded last sequence without its padding) is one Megatron
 sequence and one document, in shard order. Its layout (megatron/core/datasets/indexed_dataset.py): the .bin
@@ -24,7 +27,7 @@ import pyarrow.parquet as pq
 
 from pipeline.storage import write_atomic
 
-FORMATS = ("parquet", "megatron")
+FORMATS = ("parquet", "megatron", "huggingface")
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 
@@ -74,3 +77,60 @@ def _described(out: Path, path: Path) -> dict:
     with open(path, "rb") as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
     return {"path": str(path.relative_to(out)), "bytes": path.stat().st_size, "sha256": digest}
+
+
+def card(out: Path, manifest: dict) -> list[dict]:
+    """OUT/README.md, a Hugging Face dataset card: its YAML header names the two configs (`docs`, the default, and
+    `tokens`) by their Parquet files; its text states the sources, the stages with what each rejected, the
+    counts, the tokenizer and the formats. Written from the manifest once the run is complete."""
+    counts, tokens, config = manifest["counts"], manifest["tokens"], manifest["config"]
+    lines = [
+        "---",
+        "configs:",
+        "- config_name: docs",
+        "  data_files: docs/*.parquet",
+        "  default: true",
+        "- config_name: tokens",
+        "  data_files: tokens/part-*.parquet",
+        "tags:",
+        "- crawlbelt",
+        "---",
+        "",
+        f"# {Path(config['output'].rstrip('/')).name}",
+        "",
+        "Curated from web crawls by crawlbelt: every record read was kept or rejected with a reason "
+        "(`manifest.json` holds the counts, checks, settings and versions; `report.html` the plots).",
+        "",
+        "## Sources",
+        "",
+        "| source | weight | input files | records | kept |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for source in config["sources"]:
+        parts = [p for p in manifest["inputs"] if p["source"] == source["name"]]
+        records, kept = sum(p["records"] for p in parts), sum(p["kept"] for p in parts)
+        lines.append(f"| {source['name']} | {source['weight']:g} | {len(parts)} | {records:,} | {kept:,} |")
+    lines += ["", "## Filters, in order", "", "| stage | documents in | rejected |", "|---|---:|---:|"]
+    for name, row in manifest["stages"].items():
+        if "rows_in" in row:
+            lines.append(f"| {name} | {row['rows_in']:,} | {row['rejected']:,} |")
+    reasons = sorted(counts["rejected_by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
+    lines += [
+        "",
+        "## Counts",
+        "",
+        f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept in "
+        "`docs/` (config `docs`). Reject reasons, the most frequent first: "
+        + (", ".join(f"`{reason}` {n:,}" for reason, n in reasons[:20]) or "none")
+        + ".",
+        "",
+        "## Tokens",
+        "",
+        f"`tokens/tokenizer.json` ({tokens['vocab_size']:,} ids, end token {tokens['eos_id']}); "
+        f"{tokens['sequences']:,} sequences of {tokens['seq_len'] + 1} {tokens['dtype']} ids in "
+        f"`tokens/part-*.parquet` (config `tokens`: `tokens`, `source`, `length`), "
+        f"{sum(tokens['tokens_per_source'].values()):,} real tokens. Formats: {', '.join(tokens['formats'])}.",
+        "",
+    ]
+    write_atomic(out / "README.md", "\n".join(lines))
+    return [_described(out, out / "README.md")]

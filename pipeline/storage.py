@@ -22,7 +22,7 @@ from collections.abc import Callable
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "run.log", "manifest.json")
+OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "run.log", "README.md", "manifest.json")
 MARKER = ".crawlbelt"  # in every output crawlbelt writes: {"format": MARKER_FORMAT, "version": ..., "kind": ...}
 MARKER_FORMAT, MARKER_VERSION = "crawlbelt-output", 1
 

@@ -1,6 +1,6 @@
 """packing.formats (pipeline/export.py): the Megatron indexed dataset, read back by megatron-core's own reader,
-holds exactly the Parquet shards' sequences; the manifest lists its files with size and checksum; Spark writes
-the same bytes."""
+holds exactly the Parquet shards' sequences; the dataset card lets Hugging Face's `datasets` load the documents
+and the token shards; the manifest lists the files with size and checksum; Spark writes the same bytes."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pipeline.config_load import load_config
 
 CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
 # Sequences shorter than the crawl, and a padded last one per source: lengths that differ.
-SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron]", "packing.remainder=pad"]
+SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, huggingface]", "packing.remainder=pad"]
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +55,31 @@ def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
         data = (out / f["path"]).read_bytes()
         assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
     assert manifest["outputs"]["megatron"] == [f["path"] for f in files]
-    assert manifest["tokens"]["formats"] == ["parquet", "megatron"]
+    assert manifest["tokens"]["formats"] == ["parquet", "megatron", "huggingface"]
     assert json.loads((out / "manifest.json").read_text())["tokens"]["exports"] == manifest["tokens"]["exports"]
     assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
+
+
+def test_hugging_face_datasets_loads_the_docs_and_tokens_by_the_card(exported, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    datasets = pytest.importorskip("datasets", reason="the export extra (datasets)")
+    out, manifest = exported
+    docs = datasets.load_dataset(str(out), "docs", split="train", cache_dir=str(tmp_path / "cache"))
+    assert docs.num_rows == manifest["counts"]["kept"] and "text" in docs.column_names
+    expected = pq.read_table(out / "docs").column("text").to_pylist()
+    assert sorted(docs["text"]) == sorted(expected)
+    tokens = datasets.load_dataset(str(out), "tokens", split="train", cache_dir=str(tmp_path / "cache"))
+    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    assert tokens.num_rows == len(rows) and tokens[0]["tokens"] == rows[0]["tokens"]
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nconfigs:\n- config_name: docs\n")
+    kept = manifest["counts"]["kept"]
+    assert f"| web | 1 | 3 | {manifest['counts']['records_read']:,} | {kept:,} |" in card  # the source
+    assert f"| language | {manifest['stages']['language']['rows_in']:,} |" in card  # the filters
+    assert f"{manifest['tokens']['vocab_size']:,} ids" in card  # the tokenizer
+    (described,) = manifest["tokens"]["exports"]["huggingface"]
+    assert described["sha256"] == hashlib.sha256((out / "README.md").read_bytes()).hexdigest()
 
 
 @pytest.mark.slow
@@ -76,7 +98,7 @@ def test_spark_writes_the_same_megatron_bytes(exported, tmp_path, run_here):
     "formats, message",
     [
         ("[megatron]", "packing.formats: parquet is always written"),
-        ("[parquet, mds]", "packing.formats: expected a list of distinct formats among parquet, megatron, got"),
+        ("[parquet, mds]", "packing.formats: expected a list of distinct formats among parquet, megatron, huggingface"),
         ("[parquet, parquet]", "packing.formats: expected a list of distinct formats"),
     ],
 )
