@@ -4,6 +4,8 @@ they are complete, so that every format holds the same sequences in the same ord
     megatron   tokens/megatron/tokens.bin + tokens.idx: Megatron-LM's (and NeMo's) indexed dataset, read by
                megatron.core.datasets.indexed_dataset.IndexedDataset("OUT/tokens/megatron/tokens")
 
+    nanotron   tokens/nanotron/tokens.ds + .ds.index + .ds.metadata: datatrove's tokenized format, which
+               nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size)
     huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
                let datasets.load_dataset("OUT", "docs") and ("OUT", "tokens") read the Parquet files
 
@@ -27,17 +29,19 @@ import pyarrow.parquet as pq
 
 from pipeline.storage import write_atomic
 
-FORMATS = ("parquet", "megatron", "huggingface")
+FORMATS = ("parquet", "megatron", "nanotron", "huggingface")
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 
 
-def write(out: Path, formats: list[str], shards: list[str], vocab_size: int) -> dict[str, list[dict]]:
+def write(out: Path, formats: list[str], shards: list[str], vocab_size: int, eos_id: int) -> dict[str, list[dict]]:
     """Every format besides parquet, from the shards (paths in `out`); returns, per format, the files written
     with their size and SHA-256."""
     written = {}
     if "megatron" in formats:
         written["megatron"] = megatron(out, shards, vocab_size)
+    if "nanotron" in formats:
+        written["nanotron"] = nanotron(out, shards, vocab_size, eos_id)
     return written
 
 
@@ -71,6 +75,39 @@ def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     write_atomic(folder / "tokens.bin", write_bin)
     write_atomic(folder / "tokens.idx", write_idx)
     return [_described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
+
+
+def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list[dict]:
+    """datatrove's tokenized file, as its DocumentTokenizer writes it: the ids back to back (uint16 where the
+    vocabulary fits, else uint32), whose reader cuts windows of seq_len + 1 ids: each window one of our
+    sequences, so a padded sequence keeps its padding; `.index`, the end of each document (after its end
+    token) as uint64 positions in the file, from which the reader numbers the positions within documents;
+    `.metadata`, "tokenizer|token size", then the token count."""
+    folder = out / "tokens" / "nanotron"
+    folder.mkdir(parents=True, exist_ok=True)
+    dtype = np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.uint32)
+    ends: list[np.ndarray] = []
+    written = 0
+
+    def write_ds(tmp: Path) -> None:
+        nonlocal written
+        with open(tmp, "wb") as data:
+            for shard in shards:
+                table = pq.read_table(out / shard, columns=["tokens", "length"])
+                width = table.schema.field("tokens").type.list_size
+                tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
+                real = np.arange(width) < table["length"].to_numpy()[:, None]
+                ends.append(written + np.flatnonzero((tokens == eos_id) & real) + 1)
+                data.write(tokens.astype(dtype).tobytes())
+                written += tokens.size
+
+    write_atomic(folder / "tokens.ds", write_ds)
+    index = np.concatenate(ends) if ends else np.zeros(0, np.int64)
+    if written and (not len(index) or index[-1] != written):  # the stream's last document ends with it
+        index = np.append(index, written)
+    write_atomic(folder / "tokens.ds.index", index.astype("<u8").tobytes())
+    write_atomic(folder / "tokens.ds.metadata", f"crawlbelt tokens/tokenizer.json|{dtype.itemsize}\n{written}\n")
+    return [_described(out, folder / name) for name in ("tokens.ds", "tokens.ds.index", "tokens.ds.metadata")]
 
 
 def _described(out: Path, path: Path) -> dict:

@@ -321,7 +321,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
         )
     # Exports: the same sequences in the formats other trainers read (packing.formats).
     with _timed(seconds, "export"):
-        exports = export.write(out, config.packing.formats, [r["path"] for r in shard_rows], tokenizer.vocab_size)
+        shards = [r["path"] for r in shard_rows]
+        exports = export.write(out, config.packing.formats, shards, tokenizer.vocab_size, tokenizer.eos_id)
     for name, files in exports.items():
         log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
     checks = {

@@ -17,7 +17,7 @@ from pipeline.config_load import load_config
 
 CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
 # Sequences shorter than the crawl, and a padded last one per source: lengths that differ.
-SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, huggingface]", "packing.remainder=pad"]
+SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, nanotron, huggingface]", "packing.remainder=pad"]
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +55,27 @@ def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
         data = (out / f["path"]).read_bytes()
         assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
     assert manifest["outputs"]["megatron"] == [f["path"] for f in files]
-    assert manifest["tokens"]["formats"] == ["parquet", "megatron", "huggingface"]
+    assert manifest["tokens"]["formats"] == ["parquet", "megatron", "nanotron", "huggingface"]
     assert json.loads((out / "manifest.json").read_text())["tokens"]["exports"] == manifest["tokens"]["exports"]
     assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
+
+
+def test_datatroves_reader_as_nanotron_uses_it_reads_the_parquet_shards_sequences(exported):
+    dataset_module = pytest.importorskip("datatrove.utils.dataset", reason="the export extra (datatrove)")
+    out, manifest = exported
+    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    path = str(out / "tokens" / "nanotron" / "tokens.ds")
+    seq_len, eos = manifest["tokens"]["seq_len"], manifest["tokens"]["eos_id"]
+    dataset = dataset_module.DatatroveFileDataset(path, seq_len=seq_len, token_size=2, return_positions=True)
+    assert len(dataset) == len(rows) > 1
+    for i, row in enumerate(rows):
+        window = dataset[i]  # the reader checks that each window's positions start at 0
+        assert window["input_ids"].tolist() == row["tokens"]
+        # a position counts from the start of its document: 0 right after each end token of the window
+        ends = [p + 1 for p, token in enumerate(row["tokens"][: row["length"]]) if token == eos and p + 1 <= seq_len]
+        assert all(int(window["positions"][p]) == 0 for p in ends), (i, ends)
+    index = np.frombuffer((out / "tokens" / "nanotron" / "tokens.ds.index").read_bytes(), np.uint64)
+    assert len(index) >= manifest["counts"]["kept"] and (np.diff(index.astype(np.int64)) > 0).all()
 
 
 def test_hugging_face_datasets_loads_the_docs_and_tokens_by_the_card(exported, tmp_path, monkeypatch):
@@ -98,7 +116,10 @@ def test_spark_writes_the_same_megatron_bytes(exported, tmp_path, run_here):
     "formats, message",
     [
         ("[megatron]", "packing.formats: parquet is always written"),
-        ("[parquet, mds]", "packing.formats: expected a list of distinct formats among parquet, megatron, huggingface"),
+        (
+            "[parquet, mds]",
+            "packing.formats: expected a list of distinct formats among parquet, megatron, nanotron, huggingface",
+        ),
         ("[parquet, parquet]", "packing.formats: expected a list of distinct formats"),
     ],
 )
