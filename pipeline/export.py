@@ -74,7 +74,7 @@ def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
 
     write_atomic(folder / "tokens.bin", write_bin)
     write_atomic(folder / "tokens.idx", write_idx)
-    return [_described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
+    return [described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
 
 
 def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list[dict]:
@@ -107,10 +107,11 @@ def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list
         index = np.append(index, written)
     write_atomic(folder / "tokens.ds.index", index.astype("<u8").tobytes())
     write_atomic(folder / "tokens.ds.metadata", f"crawlbelt tokens/tokenizer.json|{dtype.itemsize}\n{written}\n")
-    return [_described(out, folder / name) for name in ("tokens.ds", "tokens.ds.index", "tokens.ds.metadata")]
+    return [described(out, folder / name) for name in ("tokens.ds", "tokens.ds.index", "tokens.ds.metadata")]
 
 
-def _described(out: Path, path: Path) -> dict:
+def described(out: Path, path: Path) -> dict:
+    """A file written, as the manifest lists it: its path in the output, its size and its SHA-256."""
     with open(path, "rb") as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
     return {"path": str(path.relative_to(out)), "bytes": path.stat().st_size, "sha256": digest}
@@ -170,4 +171,4 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "",
     ]
     write_atomic(out / "README.md", "\n".join(lines))
-    return [_described(out, out / "README.md")]
+    return [described(out, out / "README.md")]

@@ -298,8 +298,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
         total, shard_counts = _pack(config, out, mixture, tokenizer, file_of, encoded_files, seq_tokens)
         shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
     tokens_written, padding = _written(shard_counts, names)
-    shard_rows = [
-        {"path": f"tokens/{part_name(s)}", "sequences": n}
+    shard_rows = [  # each with its size and SHA-256, as the other formats' files
+        export.described(out, out / "tokens" / part_name(s)) | {"sequences": n}
         for s, n in zip(shard_counts["shard"].to_pylist(), shard_counts["sequences"].to_pylist())
     ]
     dropped = {name: lay.dropped for name, lay in zip(names, mixture.layouts)}

@@ -55,6 +55,9 @@ def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
         data = (out / f["path"]).read_bytes()
         assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
     assert manifest["outputs"]["megatron"] == [f["path"] for f in files]
+    for shard in manifest["tokens"]["shards"]:  # the Parquet shards too
+        data = (out / shard["path"]).read_bytes()
+        assert shard["bytes"] == len(data) and shard["sha256"] == hashlib.sha256(data).hexdigest()
     assert manifest["tokens"]["formats"] == ["parquet", "megatron", "nanotron", "huggingface"]
     assert json.loads((out / "manifest.json").read_text())["tokens"]["exports"] == manifest["tokens"]["exports"]
     assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
