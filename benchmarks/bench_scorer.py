@@ -30,6 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tiny_models: the BERT builder the tests use
 
 REALHTML = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
 BATCH = 32
@@ -41,34 +42,14 @@ def documents(count: int) -> list[dict]:
 
 
 def bert_folder(folder: Path, texts: list[str], layers: int, hidden: int, heads: int, positions: int = 512) -> Path:
-    """A BERT of this shape, random weights, and a WordPiece tokenizer trained on `texts` (30,522 words at
-    most, BERT's own vocabulary size), saved as save_pretrained writes them."""
+    """A regression BERT of this shape, random weights, with a WordPiece tokenizer trained on `texts` (30,522 ids
+    at most, BERT's own vocabulary size), saved as save_pretrained writes them."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import BertForSequenceClassification
 
-    words = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    words.normalizer = normalizers.BertNormalizer(lowercase=True)
-    words.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-    words.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=30_522, special_tokens=specials))
-    words.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[(name, words.token_to_id(name)) for name in ("[CLS]", "[SEP]")]
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=words, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
-    )
-    config = BertConfig(
-        vocab_size=words.get_vocab_size(),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=positions,
-        id2label={0: "score"},
-        label2id={"score": 0},
-        problem_type="regression",
-    )
+    from tiny_models import bert_parts
+
+    tokenizer, config = bert_parts(texts, {0: "score"}, "regression", 30_522, hidden, layers, heads, positions)
     torch.manual_seed(0)
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)

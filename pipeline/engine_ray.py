@@ -219,9 +219,9 @@ def nodes_alive() -> int:
 
 
 def worker_died(error: BaseException) -> bool:
-    """Whether a task failed because its worker process died, or Ray's memory monitor killed it (Ray gave up
-    rerunning it)."""
-    died = (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError)
+    """Whether a task failed because its worker (or actor) process died, or Ray's memory monitor killed it (Ray
+    gave up rerunning it)."""
+    died = (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError, ray.exceptions.ActorDiedError)
     return any(isinstance(e, died) or any(kind.__name__ in str(e) for kind in died) for e in error_chain(error))
 
 
@@ -311,6 +311,10 @@ def map_items(function: Callable[[dict], dict], items: list[dict], resources, po
                 compute=ActorPoolStrategy(size=resources.concurrency),
                 num_cpus=resources.num_cpus,
                 num_gpus=resources.num_gpus,
+                # Ray Data restarts a dead actor and retries its task for ever by default: an item that kills
+                # its actor every time would hold the run for ever.
+                max_restarts=ITEM_TASK_RETRIES,
+                max_task_retries=ITEM_TASK_RETRIES,
             )
         else:
             results = dataset.map_batches(

@@ -78,9 +78,7 @@ def run(config: Config, files: list[tuple[str, str]], folder: Path) -> dict[str,
         if pool is None:
             results = _filter_files(config, stages, pending, into)
         else:
-            results = engine.map_items(
-                ScoreFile(stages, str(step_folder(folder, k - 1)), str(into)), pending, pool, pool=True
-            )
+            results = _score_files(stages, step_folder(folder, k - 1), into, pending, pool)
         for done in results:
             for printed in done["printed"]:  # a stage's print() in a worker: on the console and in run.log
                 stage, _, line = printed.partition(": ")
@@ -112,6 +110,19 @@ def _filter_files(config: Config, stages: list, pending: list[dict], folder: Pat
         raise StageCrashError(
             f"stage {crashed['stage']} ended its worker process (a crash, an exit, the out-of-memory "
             f"killer or a call stuck in C code past twice its time limit) while on {crashed['path']}, on every try; fix the stage or leave that file out"
+        ) from error
+
+
+def _score_files(stages: list, source: Path, folder: Path, pending: list[dict], pool) -> list[dict]:
+    try:
+        return engine.map_items(ScoreFile(stages, str(source), str(folder)), pending, pool, pool=True)
+    except Exception as error:
+        if not engine.worker_died(error):
+            raise
+        names = ", ".join(stage.name for stage in stages)
+        raise StageCrashError(
+            f"a stage of the step {names} ended its actor process (a crash, an exit or the out-of-memory killer), "
+            "on every try; fix the stage, or give the actors more memory"
         ) from error
 
 
@@ -199,19 +210,7 @@ class FilterFile:
     ) -> pa.Table:
         if not any(stage.name == "extract" for stage in self.stages):
             table = without_text_rejected(table)
-        for stage in self.stages:
-            at(stage.name)
-            start = time.perf_counter()
-            with redirect_stdout(io.StringIO()) as text:  # a worker's stdout reaches no one (Ray) or no log
-                out = stage(table)
-            if printed is not None:
-                lines = text.getvalue().splitlines()
-                printed += [f"{stage.name}: {line}" for line in lines[: MAX_PRINTED_LINES - len(printed)]]
-            if out.num_rows != table.num_rows:  # a stage marks rows rejected; dropping one would lose it
-                raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
-            seconds[stage.name] += time.perf_counter() - start
-            table = out
-        return table
+        return run_stages(self.stages, table, seconds, at, printed)
 
     def __call__(self, item: dict) -> dict:
         file_index, path = item["file_index"], item["path"]
@@ -269,15 +268,10 @@ class ScoreFile:
         seconds: dict[str, float] = defaultdict(float)
         rows = 0
 
+        printed: list[str] = []
+
         def step(table: pa.Table) -> pa.Table:
-            for stage in self.stages:
-                start = time.perf_counter()
-                out = stage(table)
-                if out.num_rows != table.num_rows:
-                    raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
-                seconds[stage.name] += time.perf_counter() - start
-                table = out
-            return table
+            return run_stages(self.stages, table, seconds, printed=printed)
 
         def write(tmp: Path) -> None:
             nonlocal rows
@@ -289,7 +283,27 @@ class ScoreFile:
                     rows += table.num_rows
 
         write_atomic(self.folder / part_name(file_index), write)
-        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": []}
+        return {"file_index": file_index, "rows": rows, "seconds": dict(seconds), "printed": printed}
+
+
+def run_stages(
+    stages: list, table: pa.Table, seconds: dict[str, float], at=lambda stage: None, printed: list[str] | None = None
+) -> pa.Table:
+    """The stages in order over one batch, each one's seconds added up; `at(name)` before each (the crash
+    marker), and the first lines they print kept in `printed`."""
+    for stage in stages:
+        at(stage.name)
+        start = time.perf_counter()
+        with redirect_stdout(io.StringIO()) as text:  # a worker's stdout reaches no one (Ray) or no log
+            out = stage(table)
+        if printed is not None:
+            lines = text.getvalue().splitlines()
+            printed += [f"{stage.name}: {line}" for line in lines[: MAX_PRINTED_LINES - len(printed)]]
+        if out.num_rows != table.num_rows:  # a stage marks rows rejected; dropping one would lose it
+            raise RuntimeError(f"stage {stage.name} changed the row count {table.num_rows} -> {out.num_rows}")
+        seconds[stage.name] += time.perf_counter() - start
+        table = out
+    return table
 
 
 def without_text_rejected(table: pa.Table) -> pa.Table:

@@ -4,11 +4,7 @@ own forward pass; in a belt it runs on a pool of actors, with the same output on
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import time
 from html import escape
 from pathlib import Path
 
@@ -18,7 +14,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_complete, assert_same_output, ledger_table, spark_missing
-from test_user_stages import PYTHON, base_config, output_bytes, run_cli, slow_stage_files
+from test_user_stages import base_config, output_bytes, run_cli, run_killed, slow_stage_files
 from tiny_models import bert_scorer, examples
 
 pytest.importorskip("transformers", reason="the classify extra (transformers) is not installed")
@@ -198,20 +194,8 @@ def test_a_run_killed_in_the_scorer_step_resumes_with_the_bytes_of_an_unbroken_o
 
     whole = run_cli(["run", str(config("whole", 0.0))], tmp_path, outside)
     assert whole.returncode == 0, whole.stderr[-3000:]
-    process = subprocess.Popen(
-        [PYTHON, "-m", "pipeline", "run", str(config("killed", 0.3))],
-        cwd=tmp_path,
-        start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(outside)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     scored = tmp_path / "killed" / "_work" / "filtered"
-    deadline = time.monotonic() + 300
-    while len(list(scored.glob("file-*.parquet"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    run_killed(config("killed", 0.3), tmp_path, outside, scored)
     assert len(list(scored.glob("file-*.parquet"))) < 6, "the kill came too late to test resume"
     again = run_cli(["run", str(config("killed", 0.3))], tmp_path, outside)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -223,6 +207,35 @@ def test_a_run_killed_in_the_scorer_step_resumes_with_the_bytes_of_an_unbroken_o
     assert output_bytes(tmp_path / "killed") == output_bytes(tmp_path / "whole")
     manifest = json.loads((tmp_path / "killed" / "manifest.json").read_text())
     assert manifest["counts"]["rejected_by_reason"].get("slow:odd") and all(manifest["invariants"].values())
+
+
+EXITS = """
+import os
+
+
+class Exits:
+    \"\"\"Ends its process on the crawl's pages (not on the probe batch a config check runs it on).\"\"\"
+
+    def __call__(self, batch):
+        if any("river" in text for text in batch["text"].to_pylist()):
+            os._exit(1)
+        return {}
+"""
+
+
+@pytest.mark.slow
+def test_a_stage_that_kills_its_actor_every_time_stops_the_run_in_one_line(tmp_path, classifier):
+    """Ray Data would restart the actor and retry for ever; the run stops after a bounded number of tries."""
+    outside, inputs = slow_stage_files(tmp_path)
+    (outside / "my_exit_stage.py").write_text(EXITS)
+    scorer = {"scorer": "hq", "kind": "transformers", "model": str(classifier)}
+    raw = base_config([str(inputs)], tmp_path / "out", stages=["language", scorer, {"use": "my_exit_stage:Exits"}])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, outside)
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("stage error: a stage of the step hq, exits ended its actor process"), last
+    assert "Traceback" not in done.stderr and not (tmp_path / "out" / "docs").exists()
 
 
 @pytest.mark.slow

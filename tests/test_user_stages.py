@@ -292,6 +292,23 @@ def slow_stage_files(tmp_path: Path) -> tuple[Path, Path]:
     return outside, inputs
 
 
+def run_killed(config: Path, cwd: Path, pythonpath: Path, parts: Path, at_least: int = 2) -> None:
+    """`run CONFIG` in a process group, killed -9 once `parts` holds `at_least` filter-pass parts."""
+    process = subprocess.Popen(
+        [PYTHON, "-m", "pipeline", "run", str(config)],
+        cwd=cwd,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(pythonpath)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while len(list(parts.glob("file-*.parquet"))) < at_least and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 @pytest.mark.slow
 def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_and_2_workers(
     tmp_path, slow_stage_inputs
@@ -316,20 +333,8 @@ def test_a_user_stage_rejects_resumes_after_kill_and_gives_the_same_bytes_on_1_a
     # on 2 workers, killed -9 once some files are through the filter pass, then rerun: it goes on from there,
     # and ends with the bytes of the uninterrupted run on 1 worker
     killed = config("killed", 2, wait_s=0.3)
-    process = subprocess.Popen(
-        [PYTHON, "-m", "pipeline", "run", str(killed)],
-        cwd=tmp_path,
-        start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(outside)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     filtered = tmp_path / "killed" / "_work" / "filtered"
-    deadline = time.monotonic() + 300
-    while len(list(filtered.glob("file-*.parquet"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    run_killed(killed, tmp_path, outside, filtered)
     assert len(list(filtered.glob("file-*.parquet"))) < 6, "the kill came too late to test resume"
     again = run_cli(["run", str(killed)], tmp_path, outside)
     assert again.returncode == 0, again.stderr[-3000:]

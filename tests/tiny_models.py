@@ -22,7 +22,7 @@ def bert_encoder(folder: Path, texts: list[str], seed: int = 0) -> Path:
     import torch
     from transformers import BertModel
 
-    tokenizer, config = _tokenizer_and_config(texts, {0: "LABEL_0", 1: "LABEL_1"}, "single_label_classification")
+    tokenizer, config = bert_parts(texts, {0: "LABEL_0", 1: "LABEL_1"}, "single_label_classification")
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -38,7 +38,7 @@ def bert_scorer(folder: Path, regression: bool = False, seed: int = 0) -> Path:
     good, bad = examples()
     labels = {0: "score"} if regression else {0: "low", 1: "high"}
     problem = "regression" if regression else "single_label_classification"
-    tokenizer, config = _tokenizer_and_config(good + bad, labels, problem)
+    tokenizer, config = bert_parts(good + bad, labels, problem)
     torch.manual_seed(seed)
     model = BertForSequenceClassification(config)
     batch = tokenizer(good + bad, padding=True, return_tensors="pt")
@@ -55,7 +55,11 @@ def bert_scorer(folder: Path, regression: bool = False, seed: int = 0) -> Path:
     return folder
 
 
-def _tokenizer_and_config(texts: list[str], labels: dict[int, str], problem):
+def bert_parts(
+    texts: list[str], labels: dict[int, str], problem, vocab_size=400, hidden=32, layers=2, heads=2, positions=128
+):
+    """A BERT's WordPiece tokenizer trained on `texts` (lower-cased, [CLS] ... [SEP]) and its config with these
+    labels and shape (benchmarks/bench_scorer.py builds its larger ones with it too)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, PreTrainedTokenizerFast
 
@@ -63,7 +67,7 @@ def _tokenizer_and_config(texts: list[str], labels: dict[int, str], problem):
     words.normalizer = normalizers.BertNormalizer(lowercase=True)
     words.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-    words.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=400, special_tokens=specials))
+    words.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
     words.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", special_tokens=[(name, words.token_to_id(name)) for name in ("[CLS]", "[SEP]")]
     )
@@ -72,11 +76,11 @@ def _tokenizer_and_config(texts: list[str], labels: dict[int, str], problem):
     )
     config = BertConfig(
         vocab_size=words.get_vocab_size(),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=positions,
         id2label=labels,
         label2id={name: i for i, name in labels.items()},
         problem_type=problem,
