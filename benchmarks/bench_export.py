@@ -1,12 +1,15 @@
-"""The Megatron export's speed (pipeline/export.py) against megatron-core's own writer, IndexedDatasetBuilder, on
-the same Parquet token shards, in one run; tokens per CPU-second; both outputs checked byte for byte.
+"""The exports' speed (pipeline/export.py) against the consumers' own writers, on the same Parquet token shards,
+in one run; tokens per CPU-second; each pair of outputs checked byte for byte: Megatron's against megatron-core's
+IndexedDatasetBuilder, MDS against MosaicML Streaming's MDSWriter (from .venv/mds-reader, scripts/setup.sh);
+nanotron's alone (datatrove writes its format only from its own tokenizer step).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_export.py [--sequences 100000] [--seq-len 1024]
 
-The shards: `--sequences` rows of seq_len + 1 random uint16 ids (a tenth of them padded, shorter `length`), in
+The shards: `--sequences` rows of seq_len + 1 random uint16 ids (the last of each shard padded, a shorter `length`), in
 shards of 8,192 rows as the tokens pass writes them. megatron-core: each sequence read from the same shards and
 given to `add_item` (a torch tensor, as Megatron's preprocess_data.py does) then `end_document`, and
-`finalize`. One process pinned to one core, time.process_time.
+`finalize`. MDSWriter: each sequence without its padding written as {"tokens": ids}, then `finish`. One
+process pinned to one core, time.process_time.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # mds_reader: MosaicML Streaming, loaded as the tests load it
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
@@ -37,7 +41,8 @@ def shards(folder: Path, sequences: int, width: int) -> list[str]:
     for i, start in enumerate(range(0, sequences, SHARD_ROWS)):
         rows = min(SHARD_ROWS, sequences - start)
         ids = rng.integers(0, 50_000, size=rows * width, dtype=np.uint16)
-        length = np.where(rng.random(rows) < 0.1, rng.integers(1, width, rows), width).astype(np.int32)
+        length = np.full(rows, width, np.int32)
+        length[-1] = rng.integers(1, width)  # a padded sequence: a source's last, as with packing.remainder: pad
         table = pa.table(
             {"tokens": pa.FixedSizeListArray.from_arrays(pa.array(ids), width), "length": pa.array(length)}
         )
@@ -51,6 +56,7 @@ def megatron_builder(folder: Path, paths: list[str], prefix: Path) -> None:
     import torch
     from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
 
+    prefix.parent.mkdir(parents=True, exist_ok=True)
     builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
     for path in paths:
         table = pq.read_table(folder / path)
@@ -62,33 +68,68 @@ def megatron_builder(folder: Path, paths: list[str], prefix: Path) -> None:
     builder.finalize(f"{prefix}.idx")
 
 
+def mds_writer(folder: Path, paths: list[str], out: Path) -> None:
+    from mds_reader import streaming_base
+
+    with streaming_base().MDSWriter(columns={"tokens": "ndarray:uint16"}, out=str(out)) as writer:
+        for path in paths:
+            table = pq.read_table(folder / path)
+            width = table.schema.field("tokens").type.list_size
+            tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
+            for row, length in zip(tokens, table["length"].to_numpy()):
+                writer.write({"tokens": row[:length]})
+
+
+def timed(write) -> float:
+    started = time.process_time()
+    write()
+    return time.process_time() - started
+
+
+def same_files(ours: Path, theirs: Path) -> bool:
+    names = sorted(p.name for p in ours.iterdir())
+    return names == sorted(p.name for p in theirs.iterdir()) and all(
+        (ours / name).read_bytes() == (theirs / name).read_bytes() for name in names
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sequences", type=int, default=100_000)
     parser.add_argument("--seq-len", type=int, default=1024)
     args = parser.parse_args()
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    import megatron.core.datasets.indexed_dataset  # noqa: F401  (the libraries' imports are not timed)
+    from mds_reader import streaming_base
+
+    streaming_base()
     folder = Path(tempfile.mkdtemp(prefix="bench_export_"))
     paths = shards(folder, args.sequences, args.seq_len + 1)
     tokens = sum(int(pq.read_table(folder / p, columns=["length"])["length"].to_numpy().sum()) for p in paths)
+    padded = args.sequences * (args.seq_len + 1)  # the ids nanotron writes
 
-    started = time.process_time()
-    export.megatron(folder, paths, vocab_size=50_000)
-    ours = time.process_time() - started
-    started = time.process_time()
-    megatron_builder(folder, paths, folder / "builder")
-    theirs = time.process_time() - started
+    rows: list[tuple[str, float, float, int, bool | None]] = []
+    ours = timed(lambda: export.megatron(folder, paths, vocab_size=50_000))
+    theirs = timed(lambda: megatron_builder(folder, paths, folder / "builder" / "tokens"))
+    same = same_files(folder / "tokens" / "megatron", folder / "builder")
+    rows += [
+        ("Megatron: crawlbelt", ours, theirs, tokens, same),
+        ("Megatron: IndexedDatasetBuilder", theirs, theirs, tokens, same),
+    ]
+    ours = timed(lambda: export.mds(folder, paths, vocab_size=50_000))
+    theirs = timed(lambda: mds_writer(folder, paths, folder / "mdswriter"))
+    same = same_files(folder / "tokens" / "mds", folder / "mdswriter")
+    rows += [("MDS: crawlbelt", ours, theirs, tokens, same), ("MDS: streaming MDSWriter", theirs, theirs, tokens, same)]
+    ours = timed(lambda: export.nanotron(folder, paths, vocab_size=50_000, eos_id=0))
+    rows.append(("nanotron: crawlbelt (ids written with their padding)", ours, ours, padded, None))
 
-    same = all(
-        (folder / "tokens" / "megatron" / f"tokens.{ext}").read_bytes() == (folder / f"builder.{ext}").read_bytes()
-        for ext in ("bin", "idx")
-    )
-    print(f"{args.sequences:,} sequences, {tokens:,} tokens; the two outputs byte for byte the same: {same}")
-    print("| writer | CPU-s | tokens per CPU-second | ratio |")
-    print("|---|---:|---:|---:|")
-    print(f"| crawlbelt export (pipeline/export.py) | {ours:.2f} | {tokens / ours:,.0f} | {theirs / ours:.1f}x |")
-    print(f"| megatron-core IndexedDatasetBuilder | {theirs:.2f} | {tokens / theirs:,.0f} | 1.0x |")
-    return 0 if same else 1
+    print(f"{args.sequences:,} sequences of {args.seq_len + 1} ids, {tokens:,} tokens without padding")
+    print("| writer | CPU-s | tokens per CPU-second | ratio to the library's writer | same bytes |")
+    print("|---|---:|---:|---:|---|")
+    for name, seconds, reference, n, identical in rows:
+        checked = "-" if identical is None else identical
+        print(f"| {name} | {seconds:.2f} | {n / seconds:,.0f} | {reference / seconds:.1f}x | {checked} |")
+    return 0 if all(row[4] is not False for row in rows) else 1
 
 
 if __name__ == "__main__":

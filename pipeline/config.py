@@ -399,8 +399,9 @@ class PackingConfig:
     remainder: str = "drop"  # drop (and count) or pad each source's last partial sequence
     shuffle: bool = True  # shuffle sequences across shards (from mixture.seed); false: stream order
     sequences_per_shard: int = 8192
-    # parquet (always: the train stage and the other formats read it); megatron: also Megatron-LM's indexed
-    # dataset, tokens/megatron/tokens.bin + .idx (pipeline/export.py)
+    # parquet: tokens/part-NNNNN.parquet, which the train stage reads; megatron: Megatron-LM's indexed
+    # dataset, tokens/megatron/; mds: MosaicML Streaming shards, tokens/mds/; nanotron: datatrove's tokenized file,
+    # tokens/nanotron/; huggingface: a dataset card, README.md (pipeline/export.py)
     formats: list[str] = field(default_factory=lambda: ["parquet"])
 
 

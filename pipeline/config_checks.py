@@ -337,9 +337,11 @@ def check_formats(config: Config) -> None:
         raise ConfigError(
             f"packing.formats: expected a list of distinct formats among {', '.join(EXPORT_FORMATS)}, got {formats!r}"
         )
-    if "parquet" not in formats:
+    if not set(formats) - {"huggingface"}:
+        raise ConfigError(f"packing.formats: no format for the token shards in {formats!r}: add parquet (the default)")
+    if "huggingface" in formats and "parquet" not in formats:
         raise ConfigError(
-            "packing.formats: parquet is always written (the train stage and the other formats read it); list it"
+            "packing.formats: huggingface needs parquet too (the card's `tokens` config is the Parquet shards)"
         )
 
 

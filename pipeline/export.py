@@ -4,6 +4,10 @@ they are complete, so that every format holds the same sequences in the same ord
     megatron   tokens/megatron/tokens.bin + tokens.idx: Megatron-LM's (and NeMo's) indexed dataset, read by
                megatron.core.datasets.indexed_dataset.IndexedDataset("OUT/tokens/megatron/tokens")
 
+    mds        tokens/mds/index.json + shard.NNNNN.mds: MosaicML Streaming's MDS shards (LLM Foundry, Composer),
+               read by streaming.StreamingDataset(local="OUT/tokens/mds"); a column `tokens`, one sequence a
+               sample without its padding, as MDSWriter(columns={"tokens": "ndarray:uint16"}) writes them
+
     nanotron   tokens/nanotron/tokens.ds + .ds.index + .ds.metadata: datatrove's tokenized format, which
                nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size)
     huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
@@ -21,6 +25,7 @@ document indices (int64: 0, then the end of each document).
 from __future__ import annotations
 
 import hashlib
+import json
 import struct
 from pathlib import Path
 
@@ -29,9 +34,10 @@ import pyarrow.parquet as pq
 
 from pipeline.storage import write_atomic
 
-FORMATS = ("parquet", "megatron", "nanotron", "huggingface")
+FORMATS = ("parquet", "megatron", "mds", "nanotron", "huggingface")
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
+MDS_SIZE_LIMIT = 1 << 26  # MDSWriter's default: a shard closes before it would pass 64 MiB
 
 
 def write(out: Path, formats: list[str], shards: list[str], vocab_size: int, eos_id: int) -> dict[str, list[dict]]:
@@ -40,6 +46,8 @@ def write(out: Path, formats: list[str], shards: list[str], vocab_size: int, eos
     written = {}
     if "megatron" in formats:
         written["megatron"] = megatron(out, shards, vocab_size)
+    if "mds" in formats:
+        written["mds"] = mds(out, shards, vocab_size)
     if "nanotron" in formats:
         written["nanotron"] = nanotron(out, shards, vocab_size, eos_id)
     return written
@@ -53,14 +61,11 @@ def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
 
     def write_bin(tmp: Path) -> None:
         with open(tmp, "wb") as data:
-            for shard in shards:  # one shard in memory at a time
-                table = pq.read_table(out / shard, columns=["tokens", "length"])
-                width = table.schema.field("tokens").type.list_size
-                tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
-                length = table["length"].to_numpy().astype(np.int64)
-                kept = np.arange(width) < length[:, None]  # a padded sequence without its padding
-                data.write(tokens[kept].astype(dtype).tobytes())
-                lengths.append(length)
+            for tokens, length in sequences(out, shards):
+                if (length < tokens.shape[1]).any():  # a padded sequence (a source's last) without its padding
+                    tokens = tokens[np.arange(tokens.shape[1]) < length[:, None]]
+                data.write(np.ascontiguousarray(tokens, dtype).data)
+                lengths.append(length.astype(np.int64))
 
     def write_idx(tmp: Path) -> None:
         length = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
@@ -75,6 +80,57 @@ def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     write_atomic(folder / "tokens.bin", write_bin)
     write_atomic(folder / "tokens.idx", write_idx)
     return [described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
+
+
+def sequences(out: Path, shards: list[str]):
+    """Each shard's sequences as a (rows, seq_len + 1) array and their lengths, one shard in memory at a time."""
+    for shard in shards:
+        table = pq.read_table(out / shard, columns=["tokens", "length"])
+        width = table.schema.field("tokens").type.list_size
+        yield table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width), table["length"].to_numpy()
+
+
+def mds(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
+    """MosaicML Streaming's MDS format, byte for byte as its MDSWriter writes it with its defaults (no
+    compression, no hashes; streaming/base/format/mds/writer.py). A shard file: the sample count (uint32),
+    the sample offsets from the file's start (count + 1, uint32), the writer's settings as sorted JSON, then
+    the samples; a sample: the byte size of its one variable column (uint32), then the ndarray: one byte
+    (ndim << 2 | the shape's dtype code), the shape, the ids. index.json lists the shards with those settings."""
+    folder = out / "tokens" / "mds"
+    folder.mkdir(parents=True, exist_ok=True)
+    dtype = np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+    settings = {"version": 2, "format": "mds", "compression": None, "hashes": [], "size_limit": MDS_SIZE_LIMIT}
+    columns = {"column_names": ["tokens"], "column_encodings": [f"ndarray:{dtype.name}"], "column_sizes": [None]}
+    header = json.dumps(settings | columns, sort_keys=True).encode()
+    index: list[dict] = []
+    samples: list[bytes] = []
+    size = 8 + len(header)  # the count, the last offset and the settings
+
+    def flush() -> None:
+        offsets = np.cumsum([0] + [len(s) for s in samples], dtype=np.int64) + 4 * (len(samples) + 2) + len(header)
+        data = struct.pack("<I", len(samples)) + offsets.astype("<u4").tobytes() + header + b"".join(samples)
+        name = f"shard.{len(index):05d}.mds"
+        write_atomic(folder / name, data)
+        raw = {"basename": name, "bytes": len(data), "hashes": {}}
+        index.append({"samples": len(samples), "raw_data": raw, "zip_data": None} | settings | columns)
+        samples.clear()
+
+    for tokens, lengths in sequences(out, shards):
+        for row, length in zip(tokens, lengths):
+            shape = np.array([length], np.uint8 if length < 1 << 8 else np.uint16 if length < 1 << 16 else np.uint32)
+            code = {1: 0, 2: 1, 4: 2}[shape.itemsize]
+            datum = bytes([1 << 2 | code]) + shape.tobytes() + row[:length].astype(dtype).tobytes()
+            sample = struct.pack("<I", len(datum)) + datum
+            if samples and MDS_SIZE_LIMIT < size + len(sample) + 4:
+                flush()
+                size = 8 + len(header)
+            samples.append(sample)
+            size += len(sample) + 4  # and its offset
+    if samples:
+        flush()
+    write_atomic(folder / "index.json", json.dumps({"version": 2, "shards": index}, sort_keys=True))
+    names = [shard["raw_data"]["basename"] for shard in index] + ["index.json"]
+    return [described(out, folder / name) for name in names]
 
 
 def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list[dict]:
@@ -92,13 +148,10 @@ def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list
     def write_ds(tmp: Path) -> None:
         nonlocal written
         with open(tmp, "wb") as data:
-            for shard in shards:
-                table = pq.read_table(out / shard, columns=["tokens", "length"])
-                width = table.schema.field("tokens").type.list_size
-                tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
-                real = np.arange(width) < table["length"].to_numpy()[:, None]
+            for tokens, length in sequences(out, shards):
+                real = np.arange(tokens.shape[1]) < length[:, None]
                 ends.append(written + np.flatnonzero((tokens == eos_id) & real) + 1)
-                data.write(tokens.astype(dtype).tobytes())
+                data.write(np.ascontiguousarray(tokens, dtype).data)
                 written += tokens.size
 
     write_atomic(folder / "tokens.ds", write_ds)

@@ -510,7 +510,7 @@ def _mixture(manifest: dict) -> str:
         [
             "formats",
             ", ".join(
-                [f"parquet ({len(shards)} shards)"]
+                [f"parquet ({len(shards)} shards)"] * ("parquet" in tokens["formats"])
                 + [
                     f"{name} ({', '.join(f['path'] for f in files)})"
                     for name, files in tokens.get("exports", {}).items()

@@ -325,8 +325,13 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
         exports = export.write(out, config.packing.formats, shards, tokenizer.vocab_size, tokenizer.eos_id)
     for name, files in exports.items():
         log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
+    held = sum(r["sequences"] for r in shard_rows)
+    if "parquet" not in config.packing.formats:  # the Parquet shards were only the exports' source
+        for row in shard_rows:
+            (out / row["path"]).unlink()
+        shard_rows = []
     checks = {
-        "token shards hold every sequence planned": sum(r["sequences"] for r in shard_rows) == total,
+        "token shards hold every sequence planned": held == total,
         "tokens in shards == tokens drawn - dropped": all(
             tokens_written[n] == d.tokens_drawn - dropped[n] for n, d in zip(names, mixture.draws)
         ),

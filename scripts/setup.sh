@@ -29,6 +29,15 @@ fi
 if [ ! -d .venv/fasttext-trainer/fasttext ] && command -v g++ >/dev/null; then
   .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps --target .venv/fasttext-trainer fasttext==0.9.3
 fi
+# MosaicML Streaming, only to read back (tests) and time against (benchmarks/bench_export.py) the MDS export,
+# which needs no library: streaming 0.13 pins numpy<2.2 and transformers<5, so it cannot be an extra; its
+# pure-Python code runs on ours from a folder of its own (tests/mds_reader.py). Without its vision module
+# (torchvision, whose wheel here needs CUDA), which the reader loads around.
+if [ ! -d .venv/mds-reader/streaming ]; then
+  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps --target .venv/mds-reader \
+    mosaicml-streaming==0.13.0 python-snappy==0.7.3 cramjam==2.14.0 brotli==1.2.1 zstd==1.5.7.2 xxhash==3.6.0 \
+    catalogue==2.0.10 pillow==12.0.0
+fi
 if ! command -v java >/dev/null; then
   echo "setup: no java on PATH: engine: spark (and its tests) need Java 17: apt install openjdk-17-jre-headless" >&2
 fi

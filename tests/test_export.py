@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
+
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_complete, assert_same_output, spark_missing
+from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_complete, assert_same_output, spark_missing
 from pipeline.config import ConfigError
 from pipeline.config_load import load_config
 
+MDS_READER = Path(sys.prefix) / "mds-reader"
 CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
 # Sequences shorter than the crawl, and a padded last one per source: lengths that differ.
-SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, nanotron, huggingface]", "packing.remainder=pad"]
+SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, mds, nanotron, huggingface]", "packing.remainder=pad"]
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +63,32 @@ def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
     for shard in manifest["tokens"]["shards"]:  # the Parquet shards too
         data = (out / shard["path"]).read_bytes()
         assert shard["bytes"] == len(data) and shard["sha256"] == hashlib.sha256(data).hexdigest()
-    assert manifest["tokens"]["formats"] == ["parquet", "megatron", "nanotron", "huggingface"]
+    assert manifest["tokens"]["formats"] == ["parquet", "megatron", "mds", "nanotron", "huggingface"]
     assert json.loads((out / "manifest.json").read_text())["tokens"]["exports"] == manifest["tokens"]["exports"]
     assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
+
+
+def test_mosaicml_streamings_reader_reads_the_parquet_shards_sequences(exported):
+    if not MDS_READER.exists():
+        pytest.skip(f"no MosaicML Streaming in {MDS_READER} (scripts/setup.sh installs it)")
+    out, manifest = exported
+    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    read = subprocess.run(  # streaming.StreamingDataset, in a process of its own (tests/mds_reader.py)
+        [sys.executable, str(ROOT / "tests" / "mds_reader.py"), str(out / "tokens" / "mds")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert read.returncode == 0, read.stderr[-3000:]
+    samples = [json.loads(line) for line in read.stdout.split("\n") if line]
+    assert len(samples) == len(rows) > 1
+    for sample, row in zip(samples, rows):
+        assert sample == row["tokens"][: row["length"]]  # without its padding, end tokens included
+    assert any(row["length"] < len(row["tokens"]) for row in rows)
+    files = manifest["tokens"]["exports"]["mds"]
+    assert [f["path"] for f in files] == ["tokens/mds/shard.00000.mds", "tokens/mds/index.json"]
+    index = json.loads((out / "tokens" / "mds" / "index.json").read_text())
+    assert index["shards"][0]["column_encodings"] == ["ndarray:uint16"]
 
 
 def test_datatroves_reader_as_nanotron_uses_it_reads_the_parquet_shards_sequences(exported):
@@ -115,13 +143,27 @@ def test_spark_writes_the_same_megatron_bytes(exported, tmp_path, run_here):
     ).read_bytes()
 
 
+def test_formats_without_parquet_write_the_same_sequences_and_no_parquet_shards(exported, tmp_path, run_here):
+    out, full = exported
+    only = tmp_path / "only"
+    manifest = run_here(CONFIGS / "local.yaml", only, [*SETTINGS, "packing.formats=[megatron, mds]"], CRAWL)
+    assert_complete(only)
+    assert sorted(p.name for p in (only / "tokens").iterdir()) == ["mds", "megatron", "tokenizer.json"]
+    assert manifest["tokens"]["shards"] == [] and manifest["outputs"]["tokens"] == ["tokens/tokenizer.json"]
+    assert manifest["tokens"]["sequences"] == full["tokens"]["sequences"]
+    for name in ("megatron", "mds"):  # the same sequences as beside the Parquet shards
+        assert manifest["tokens"]["exports"][name] == full["tokens"]["exports"][name]
+    assert "parquet (" not in (only / "report.html").read_text()
+
+
 @pytest.mark.parametrize(
     "formats, message",
     [
-        ("[megatron]", "packing.formats: parquet is always written"),
+        ("[huggingface]", "packing.formats: no format for the token shards"),
+        ("[megatron, huggingface]", "packing.formats: huggingface needs parquet too"),
         (
-            "[parquet, mds]",
-            "packing.formats: expected a list of distinct formats among parquet, megatron, nanotron, huggingface",
+            "[parquet, mosaic]",
+            "packing.formats: expected a list of distinct formats among parquet, megatron, mds, nanotron, huggingface",
         ),
         ("[parquet, parquet]", "packing.formats: expected a list of distinct formats"),
     ],

@@ -22,7 +22,8 @@ import pytest
 from helpers import ROOT
 
 INPUTS = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "warc").iterdir())
-SETTINGS = ["ray.num_cpus=2", "packing.seq_len=32", "packing.sequences_per_shard=40", "dedup.shards=3"]
+FORMATS = "packing.formats=[parquet, megatron, mds, nanotron]"  # the exports are killed and rerun too
+SETTINGS = ["ray.num_cpus=2", "packing.seq_len=32", "packing.sequences_per_shard=40", "dedup.shards=3", FORMATS]
 FINAL = ("docs", "rejects", "tokens")
 
 # (log line that starts the countdown, seconds after it). None: from the process start. The log lines are
@@ -38,7 +39,7 @@ KILL_POINTS = [
     ("tokenizer:", 0.0),  # encoding
     ("encode:", 0.0),  # mixture, packing, token shards written
     ("mixture:", _random.uniform(0.0, 0.3)),  # writing token shards
-    ("pack:", 0.0),  # manifest and report written
+    ("pack:", 0.0),  # the exports (tokens/megatron/, mds/, nanotron/), manifest and report written
 ]
 
 
@@ -50,6 +51,7 @@ REFERENCE_SETTINGS = [
     "dedup.shards=5",
     "read.batch_size=7",
     "tokenizer.batch_size=5",
+    FORMATS,
 ]
 
 
@@ -122,12 +124,15 @@ def _wait_for_group_to_die(pgid: int) -> None:
 def assert_no_partial_files(out: Path) -> None:
     """Whatever is visible under a final name is whole."""
     for name in FINAL:
-        for path in (out / name).glob("*.parquet"):
+        for path in (out / name).rglob("*.parquet"):
             pq.read_table(path)  # raises on a truncated file
-        visible = [p for p in (out / name).glob("*") if not p.name.startswith(".")]  # hidden: temporary names
-        assert all(p.suffix in (".parquet", ".json") for p in visible), visible
-    if (out / "tokens" / "tokenizer.json").exists():
-        json.loads((out / "tokens" / "tokenizer.json").read_text())
+        for path in (out / name).rglob("*.json"):
+            json.loads(path.read_text())
+        # hidden: temporary names; the exports' files are written under a temporary name and renamed too
+        visible = [p for p in (out / name).rglob("*") if p.is_file() and not p.name.startswith(".")]
+        assert all(
+            p.suffix in (".parquet", ".json", ".bin", ".idx", ".mds", ".ds", ".index", ".metadata") for p in visible
+        ), visible
     if (out / "manifest.json").exists():
         json.loads((out / "manifest.json").read_text())
     if (out / "report.html").exists():
@@ -149,6 +154,7 @@ def test_killed_runs_rerun_to_the_same_bytes(tmp_path, run_here):
     run_here(ROOT / "configs" / "local.yaml", reference, REFERENCE_SETTINGS, inputs=INPUTS)
     expected = final_files(reference)
     assert any(name.startswith("tokens/part-") for name in expected) and any(n.startswith("docs/") for n in expected)
+    assert {"tokens/megatron/tokens.bin", "tokens/mds/index.json", "tokens/nanotron/tokens.ds"} <= set(expected)
 
     out = tmp_path / "killed"
     killed = []

@@ -1,5 +1,6 @@
 """s3:// inputs and outputs against a real S3 API server on loopback (moto's server mode)."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -62,6 +63,7 @@ def test_s3_input_and_output(s3_server, tmp_path, engine):
     else:  # the tasks read s3:// themselves, as on Ray
         raw.update(engine="spark", spark={"master": "local[2]"})
     raw["packing"]["seq_len"] = 64
+    raw["packing"]["formats"] = ["parquet", "megatron", "mds", "nanotron", "huggingface"]  # uploaded as the rest
     config = tmp_path / "s3.yaml"
     config.write_text(yaml.safe_dump(raw))
 
@@ -82,7 +84,12 @@ def test_s3_input_and_output(s3_server, tmp_path, engine):
     }
     outputs = manifest["outputs"]
     top = {".crawlbelt", "manifest.json", "report.html", "run.log"}
-    assert set(outputs["docs"] + outputs["rejects"] + outputs["tokens"]) | top == listed
+    assert {path for paths in outputs.values() for path in paths} | top == listed
+    for files in manifest["tokens"]["exports"].values():  # megatron, mds, nanotron, huggingface (README.md)
+        for f in files:
+            with s3.open_input_stream(f"curated/run1/{f['path']}") as stream:
+                assert hashlib.sha256(stream.read()).hexdigest() == f["sha256"], f
+    assert set(manifest["tokens"]["exports"]) == {"megatron", "mds", "nanotron", "huggingface"}
     kept = sum(pq.read_table(f"curated/run1/{p}", filesystem=s3).num_rows for p in outputs["docs"])
     assert kept == counts["kept"] > 0
     files = set(

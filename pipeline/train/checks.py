@@ -38,7 +38,9 @@ def check_train(config: Config) -> None:
     train.data = os.path.abspath(train.data or config.output)
     tokens = Path(train.data) / "tokens"
     if not any(tokens.glob("*.parquet")):
-        raise ConfigError(f"train.data: no token shards in {str(tokens)!r} (make them with `python -m pipeline run`)")
+        raise ConfigError(
+            f"train.data: no token shards in {str(tokens)!r} (make them with `python -m pipeline run`, with parquet among packing.formats)"
+        )
     from pipeline.train.resume import check_resumable  # imports torch: only once the cheaper checks pass
 
     check_resumable(train)
