@@ -1,6 +1,7 @@
-"""packing.formats (pipeline/export.py): the Megatron indexed dataset, read back by megatron-core's own reader,
-holds exactly the Parquet shards' sequences; the dataset card lets Hugging Face's `datasets` load the documents
-and the token shards; the manifest lists the files with size and checksum; Spark writes the same bytes."""
+"""packing.formats (pipeline/export.py): Megatron's indexed dataset, MosaicML Streaming's shards and datatrove's
+tokenized file, each read back by its own library, hold exactly the Parquet shards' sequences; the dataset card
+lets Hugging Face's `datasets` load the documents and the token shards; the manifest lists the files with size
+and checksum; Spark on one worker writes the bytes of Ray on two."""
 
 from __future__ import annotations
 
@@ -132,12 +133,12 @@ def test_hugging_face_datasets_loads_the_docs_and_tokens_by_the_card(exported, t
 
 
 @pytest.mark.slow
-def test_spark_writes_the_same_megatron_bytes(exported, tmp_path, run_here):
+def test_spark_on_one_worker_writes_the_same_export_bytes_as_ray_on_two(exported, tmp_path, run_here):
     if reason := spark_missing():
         pytest.skip(reason)
-    out, _ = exported
-    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*SETTINGS, "engine=spark"], CRAWL)
-    assert_same_output(out, tmp_path / "spark")  # tokens/ holds tokens/megatron/ too
+    out, _ = exported  # Ray, on the tests' two CPUs
+    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*SETTINGS, "engine=spark", "spark.master=local[1]"], CRAWL)
+    assert_same_output(out, tmp_path / "spark")  # tokens/ holds tokens/megatron/, mds/ and nanotron/ too
     assert (tmp_path / "spark" / "tokens" / "megatron" / "tokens.bin").read_bytes() == (
         out / "tokens" / "megatron" / "tokens.bin"
     ).read_bytes()
