@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 
-from pipeline import dedup, engine, export, filtering, finalize, report, scores, storage, tokens
+from pipeline import dedup, engine, export, filtering, finalize, paragraphs, report, scores, storage, tokens
 from pipeline.config import Config
 from pipeline.runlog import RUN_LOG, RunLog
 
@@ -140,6 +140,24 @@ def _belt(
         timings["dedup_pass"] = time.perf_counter() - t
         watch.progress()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
+        paragraph_dedup, paragraph_filter = None, None
+        if config.dedup.paragraphs.enabled:  # paragraphs seen before leave the documents left
+            t = time.perf_counter()
+            settings = config.dedup.paragraphs
+            paragraph_filter = paragraphs.run(filtered, verdicts, settings, config.dedup.shards, work)
+            paragraph_dedup = {
+                "folder": str(work / "paragraphs"),
+                "ngram": settings.ngram,
+                "threshold": settings.threshold,
+                "min_words": settings.min_words,
+            }
+            dedup_seconds["paragraph_dedup"] = time.perf_counter() - t
+            log.info(
+                "paragraph dedup: %d of %d units seen before, %.1f s",
+                paragraph_filter["units_seen"],
+                paragraph_filter["units"],
+                dedup_seconds["paragraph_dedup"],
+            )
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
         t = time.perf_counter()
@@ -150,12 +168,14 @@ def _belt(
             partitions=min(len(files), config.dedup.shards),
             reject_text=config.rejects.text,
             doc_columns=finalize.doc_columns(config),
+            paragraph_dedup=paragraph_dedup,
         )
         scorers = scores.summarize(filtered, config)  # what each scorer dropped, for the report
         timings["finalize"] = time.perf_counter() - t
         watch.progress()
     else:
         part_counts, dedup_seconds, scorers = finalize.COUNT_SCHEMA.empty_table(), {}, {}
+        paragraph_filter = None
 
     manifest = finalize.manifest(
         config=config,
@@ -168,6 +188,7 @@ def _belt(
         wall_seconds=time.time() - started,
         node_seconds=filter_seconds["nodes"],
         scorers=scorers,
+        paragraph_filter=paragraph_filter,
     )
     if files:
         for name, row in manifest["stages"].items():

@@ -288,6 +288,20 @@ class PiiConfig:
 
 
 @dataclass
+class ParagraphDedupConfig:
+    """dedup.paragraphs: paragraphs (lines) seen before, in the fixed order of documents, removed from every
+    later document, after exact and near dedup (pipeline/paragraphs.py)."""
+
+    enabled: bool = False
+    ngram: int | None = None  # null: a paragraph goes when seen before whole; N: DCLM's BFF rule over word N-grams
+    threshold: float = 0.8  # with ngram: a paragraph goes when at least this share of its N-grams was seen before
+    filter: str = "bloom"  # the units seen: bloom (a Bloom filter per shard) or exact (a sorted set per shard)
+    false_positive_rate: float = 0.001  # bloom: the rate its size is chosen for
+    expected: int | None = None  # bloom: the units it is sized for, in all; null: those counted in its first step
+    min_words: int = 50  # a document left with fewer words is rejected paragraph_dedup:too_short
+
+
+@dataclass
 class DedupConfig:
     exact: bool = True
     near: bool = True
@@ -297,8 +311,9 @@ class DedupConfig:
     bands: int | None = None  # with rows; None: chosen from threshold and num_perm
     rows: int | None = None
     verify: str = "exact"  # confirm bucket candidates by Jaccard >= threshold: exact, estimated or none
-    shards: int = 8  # hash partitions of the dedup keys and band buckets
+    shards: int = 8  # hash partitions of the dedup keys, band buckets and paragraph units
     seed: int = 1
+    paragraphs: ParagraphDedupConfig = field(default_factory=ParagraphDedupConfig)
 
 
 @dataclass

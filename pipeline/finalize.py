@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline import engine, redact, spec
+from pipeline import engine, paragraphs, redact, spec
 from pipeline.config import json_value
 from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
@@ -36,6 +36,7 @@ DOC_COLUMNS = [
 ]
 REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of", "text"]
 SNIPPET_CHARS = 500  # rejects.text: snippet
+TOP_PARAGRAPHS, SAMPLES = 20, 5  # paragraph dedup's, in the manifest and the report
 COUNT_SCHEMA = pa.schema([("file_index", pa.int64()), ("records", pa.int64()), ("counts", pa.string())])
 # docs/ has these columns whatever the belt; a stage the belt lacks leaves its column null
 OPTIONAL_COLUMNS = {"lang": pa.string(), "lang_score": pa.float64(), "quality_score": pa.float64()}
@@ -51,12 +52,21 @@ def doc_columns(config) -> list[str]:
 
 
 def write_part(
-    rows: pa.Table, verdicts: pa.Table, out: str, reject_text: str, doc_columns: list[str] = DOC_COLUMNS
+    rows: pa.Table,
+    verdicts: pa.Table,
+    out: str,
+    reject_text: str,
+    doc_columns: list[str] = DOC_COLUMNS,
+    paragraph_dedup: dict | None = None,
 ) -> pa.Table:
-    """Per group: all rows of one input file in, its docs and rejects parts written, its counts out."""
+    """Per group: all rows of one input file in, its docs and rejects parts written, its counts out.
+    `paragraph_dedup`: where paragraph dedup left its verdicts, and its settings (pipeline/paragraphs.py)."""
     rows = rows.sort_by("order")
     file_index = rows["order"][0].as_py() >> 40
     rows = _with_optional_columns(_apply_verdicts(rows, verdicts))
+    removed = None
+    if paragraph_dedup is not None:
+        rows, removed = paragraphs.edit(rows, file_index, paragraph_dedup)
     is_document = pc.invert(pc.fill_null(pc.equal(rows["stage"], NOT_DOCUMENT), False))
     documents = rows.filter(is_document)
     kept = documents.filter(pc.is_null(documents["stage"])).select(doc_columns)
@@ -73,6 +83,8 @@ def write_part(
         "rejected_by_stage": dict(Counter(rejected["stage"].to_pylist())),
         "rejected_by_reason": dict(Counter(rejected["reason"].to_pylist())),
     }
+    if removed is not None:
+        counts["paragraph_dedup"] = removed
     return pa.table({"file_index": [file_index], "records": [rows.num_rows], "counts": [json.dumps(counts)]})
 
 
@@ -122,10 +134,18 @@ def write_parts(
     partitions: int,
     reject_text: str,
     doc_columns: list[str] = DOC_COLUMNS,
+    paragraph_dedup: dict | None = None,
 ) -> pa.Table:
     """Per input file of the filter pass's Parquet folder `filtered`: write its parts and return its counts
     (one row per file)."""
-    write = partial(write_part, verdicts=verdicts, out=str(out), reject_text=reject_text, doc_columns=doc_columns)
+    write = partial(
+        write_part,
+        verdicts=verdicts,
+        out=str(out),
+        reject_text=reject_text,
+        doc_columns=doc_columns,
+        paragraph_dedup=paragraph_dedup,
+    )
     return engine.group_to_table(filtered, "file", partitions, write, COUNT_SCHEMA).sort_by("file_index")
 
 
@@ -150,6 +170,7 @@ def manifest(
     wall_seconds: float,
     node_seconds: dict | None = None,
     scorers: dict | None = None,
+    paragraph_filter: dict | None = None,
 ) -> dict:
     """Sum the per-file counts, check the ledger, write manifest.json; a failed check raises InvariantError.
 
@@ -161,6 +182,7 @@ def manifest(
     by_reason: Counter[str] = Counter()
     documents = kept = 0
     parts = []
+    removed: list[dict] = []  # paragraph dedup, per input file
     for file_index, records, text in zip(*(part_counts[c].to_pylist() for c in COUNT_SCHEMA.names)):
         c = json.loads(text)
         not_documents.update(c["not_documents"])
@@ -168,6 +190,8 @@ def manifest(
         by_reason.update(c["rejected_by_reason"])
         documents += c["documents"]
         kept += c["kept"]
+        if "paragraph_dedup" in c:
+            removed.append(c["paragraph_dedup"])
         parts.append(
             {
                 "file": files[file_index][0],
@@ -222,12 +246,32 @@ def manifest(
         # per scorer: its scores per source, what it rejected per language and domain, the documents near
         # its threshold (pipeline/scores.py)
         "scorers": scorers or {},
+        "paragraph_dedup": _paragraph_dedup(paragraph_filter, removed) if paragraph_filter else None,
         "config": config.to_dict(),
         "versions": _versions(),
     }
     write_manifest(out, result)
     _raise_on_failed(out, checks, "ledger")
     return result
+
+
+def _paragraph_dedup(filter_stats: dict, per_file: list[dict]) -> dict:
+    """The manifest's paragraph_dedup section: the filter (pipeline/paragraphs.py), what was removed, the
+    paragraphs removed most often (each file's most frequent, summed) and the first documents changed."""
+    totals = {key: sum(f[key] for f in per_file) for key in ("documents", "documents_changed", "paragraphs_removed")}
+    chars, chars_removed = sum(f["chars"] for f in per_file), sum(f["chars_removed"] for f in per_file)
+    top: Counter[str] = Counter()
+    for f in per_file:
+        top.update(dict(f["top"]))
+    return {
+        **filter_stats,
+        **totals,
+        "chars": chars,
+        "chars_removed": chars_removed,
+        "share_of_chars_removed": round(chars_removed / chars, 6) if chars else 0.0,
+        "top_paragraphs": [{"text": text, "removed": n} for text, n in top.most_common(TOP_PARAGRAPHS)],
+        "samples": [sample for f in per_file for sample in f["samples"]][:SAMPLES],
+    }
 
 
 def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_seconds: float) -> dict:

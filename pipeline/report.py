@@ -142,6 +142,7 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str,
         _domains(docs, rejects),
         _contamination(manifest, docs, rejects),
         _scorers(manifest.get("scorers") or {}),
+        _paragraph_dedup(manifest.get("paragraph_dedup")),
         "<h2>Mixture and tokens</h2>",
         _mixture(manifest),
         "<h2>Time</h2>",
@@ -343,6 +344,44 @@ def _domains(docs: pa.Table, rejects: pa.Table) -> str:
         )
     return f"<p>Documents read (kept and rejected) per registered domain, the {DOMAINS_SHOWN} most read.</p>" + _table(
         ["registered domain", "documents read", "kept", "kept share", "main reject reason"], rows, {1, 2, 3}
+    )
+
+
+def _paragraph_dedup(section: dict | None) -> str:
+    """What paragraph dedup removed: its share of the characters, the filter and the rate it reached, the
+    paragraphs removed most often (the boilerplate it found) and a few documents before and after."""
+    if not section:
+        return ""
+    rate = section["estimated_false_positive_rate"]
+    facts = [
+        ["documents changed", f"{section['documents_changed']:,} of {section['documents']:,}"],
+        ["paragraphs removed", f"{section['paragraphs_removed']:,}"],
+        [
+            "characters removed",
+            f"{section['chars_removed']:,} of {section['chars']:,} ({section['share_of_chars_removed']:.2%})",
+        ],
+        ["units seen before", f"{section['units_seen']:,} of {section['units']:,}"],
+        [
+            "filter",
+            f"{section['filter']}, {section['bytes_per_shard']:,} bytes per shard"
+            + (
+                f", false positives: {rate:.2g} estimated (set: {section['false_positive_rate']:g})"
+                if section["filter"] == "bloom"
+                else ""
+            ),
+        ],
+    ]
+    top = [[row["removed"], row["text"]] for row in section["top_paragraphs"]]
+    samples = [[doc["id"], f"{doc['removed']:.1%}", doc["before"], doc["after"]] for doc in section["samples"]]
+    return "\n".join(
+        [
+            "<h2>Paragraph dedup</h2>",
+            _table(["", ""], facts),
+            "<p>The paragraphs removed most often:</p>",
+            _table(["times removed", "paragraph (start)"], top, {0}),
+            "<p>Documents before and after:</p>",
+            _table(["id", "removed", "before", "after"], samples),
+        ]
     )
 
 

@@ -272,6 +272,16 @@ DEDUP_STAGES = [
         "sharded across workers, candidates verified by exact Jaccard, connected components",
         rejects="`near_duplicate` (with `dup_of`)",
     ),
+    StageSpec(
+        "paragraph_dedup",
+        section="dedup",
+        needs=("text",),
+        adds={"paragraph_removed": pa.float64()},
+        summary="off unless `dedup.paragraphs.enabled`: a paragraph (line) seen before, in the order of "
+        "documents, leaves every later document (or most of whose word n-grams were: DCLM's BFF), by a Bloom "
+        "filter or an exact set per hash shard",
+        rejects="`too_short` (the share removed in `detail`)",
+    ),
 ]
 
 TOKENS_STEPS = [
@@ -436,7 +446,8 @@ def declared(config) -> list[Stage]:
 
 def stage_names(config) -> list[str]:
     """Every stage that can reject a document, in belt order: the manifest's rows and the report's funnel."""
-    return [READ.name, *(stage.spec.name for stage in declared(config)), *(s.name for s in DEDUP_STAGES)]
+    dedup = DEDUP_STAGES if config.dedup.paragraphs.enabled else DEDUP_STAGES[:-1]  # paragraphs: off by default
+    return [READ.name, *(stage.spec.name for stage in declared(config)), *(s.name for s in dedup)]
 
 
 def added_columns(config) -> dict[str, pa.DataType]:
@@ -444,6 +455,8 @@ def added_columns(config) -> dict[str, pa.DataType]:
     columns: dict[str, pa.DataType] = {}
     for stage in declared(config):
         columns.update(stage.spec.adds)
+    if config.dedup.paragraphs.enabled:
+        columns.update(DEDUP_STAGES[-1].adds)
     return columns
 
 

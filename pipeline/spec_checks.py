@@ -83,7 +83,16 @@ def _is_number(type_: pa.DataType) -> bool:
 
 
 USER_STAGE_KEYS = ("use", "with", "name", "adds", "threshold", "max_error_share", "timeout_s")
-RESERVED_NAMES = ("read", "not_document", "exact_dedup", "near_dedup", "tokenizer", "mixture", "pack")
+RESERVED_NAMES = (
+    "read",
+    "not_document",
+    "exact_dedup",
+    "near_dedup",
+    "paragraph_dedup",
+    "tokenizer",
+    "mixture",
+    "pack",
+)
 
 
 def check_stages(config: Config, base: Path) -> None:

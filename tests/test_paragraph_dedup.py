@@ -1,0 +1,218 @@
+"""dedup.paragraphs (pipeline/paragraphs.py, stages/paragraphs.py): a paragraph seen before, in the order of
+documents, leaves every later document; a document left too short is rejected with the share removed; the
+kept text is what docs/ and the token shards hold; the same bytes on Ray (two workers) and Spark (one), with an
+exact set or a Bloom filter; DCLM's BFF rule over n-grams. The expected verdicts come from a plain Python
+reading of the rule, not from the code under test."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helpers import assert_complete, assert_same_output, spark_missing
+from stages.paragraphs import BloomFilter, ExactSet, seen_before, units
+
+BANNER = "We use cookies to improve your experience. By using this site you accept our cookie policy."
+FOOTER = "Copyright 2026 Example Media Group. All rights reserved. Terms of use apply."
+MIN_WORDS = 20
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(f"w{rng.randrange(5000)}" for _ in range(n))
+
+
+def corpus(seed: int = 3) -> list[str]:
+    """Documents with a cookie banner (every one), a footer (every other one), a paragraph repeated inside
+    one document, a banner spaced differently, and one document that is little more than boilerplate."""
+    rng = random.Random(seed)
+    docs = []
+    for i in range(40):
+        paragraphs = [BANNER] + [words(rng, 25) for _ in range(3)]
+        if i % 2:
+            paragraphs.append(FOOTER)
+        docs.append("\n".join(paragraphs))
+    docs[5] = docs[5] + "\n\n" + docs[5].split("\n")[1]  # its own paragraph again, after a blank line
+    docs[7] = docs[7].replace(BANNER, "  " + BANNER.replace(" ", "   ") + " ")  # the banner, spaced otherwise
+    docs[9] = "\n".join([BANNER, words(rng, 12), FOOTER])  # 12 words of its own: too short once cleaned
+    return docs
+
+
+def expected(docs: list[str]) -> list[tuple[str, float, bool]]:
+    """The rule, read plainly: per document in order, each line whose words (joined by one space) were seen in
+    an earlier line goes; then (the text left, the share of characters removed, whether MIN_WORDS words or
+    more are left: kept)."""
+    seen: set[str] = set()
+    result = []
+    for text in docs:
+        kept = []
+        for line in text.split("\n"):
+            key = " ".join(line.split())
+            if key in seen:
+                continue
+            if key:
+                seen.add(key)
+            kept.append(line)
+        after = "\n".join(kept)
+        result.append((after, 1 - len(after) / len(text), len(after.split()) >= MIN_WORDS))
+    return result
+
+
+def write_corpus(folder, docs: list[str], files: int = 3) -> list[str]:
+    paths = []
+    per_file = -(-len(docs) // files)
+    for f in range(files):
+        path = folder / f"part-{f}.jsonl"
+        chunk = docs[f * per_file : (f + 1) * per_file]
+        path.write_text("".join(json.dumps({"id": f"d{f}-{i}", "text": t}) + "\n" for i, t in enumerate(chunk)))
+        paths.append(str(path))
+    return paths
+
+
+def config(tmp_path, inputs: list[str], name: str, **paragraphs) -> str:
+    raw = {
+        "sources": [{"name": "web", "input": inputs, "id_field": "id"}],
+        "output": str(tmp_path / name),
+        "stages": ["language"],
+        "language": {"method": "fasttext", "languages": [], "threshold": 0.0},  # all kept: the verdicts are dedup's
+        "classifier": {"kind": "none"},
+        "tokenizer": {"vocab_size": 400},
+        "packing": {"seq_len": 64},
+        "dedup": {"paragraphs": {"enabled": True, "min_words": MIN_WORDS, **paragraphs}},
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+def kept_texts(out) -> dict[str, str]:
+    table = pq.read_table(out / "docs", columns=["id", "text"])
+    return dict(zip(table["id"].to_pylist(), table["text"].to_pylist()))
+
+
+@pytest.fixture(scope="module")
+def cleaned(tmp_path_factory, ray_session):
+    from helpers import run_here
+
+    folder = tmp_path_factory.mktemp("paragraphs")
+    docs = corpus()
+    inputs = write_corpus(folder, docs)
+    manifest = run_here(config(folder, inputs, "exact", filter="exact"), folder / "exact")
+    return folder, docs, inputs, manifest
+
+
+IDS = [f"d{f}-{i}" for f in range(3) for i in range(14)][:40]  # write_corpus's ids, in order
+
+
+def test_later_copies_of_a_paragraph_leave_the_text_and_the_ledger_holds(cleaned):
+    folder, docs, _, manifest = cleaned
+    out = folder / "exact"
+    assert_complete(out)
+    want = dict(zip(IDS, expected(docs)))
+    found = kept_texts(out)
+    assert {i for i, (_, _, kept) in want.items() if kept} == set(found)
+    for doc_id, text in found.items():
+        assert text == want[doc_id][0], doc_id
+    assert BANNER in found["d0-0"] and FOOTER in found["d0-1"]  # the first of each stays
+    assert sum(BANNER in t for t in found.values()) == 1 and sum(FOOTER in t for t in found.values()) == 1
+    assert found["d0-5"].count(docs[5].split("\n")[1]) == 1  # a document's own repeat goes too
+    assert "cookie" not in found["d0-7"]  # the banner spaced otherwise is the same paragraph
+    for row in pq.read_table(out / "docs", columns=["id", "paragraph_removed"]).to_pylist():
+        assert row["paragraph_removed"] == pytest.approx(want[row["id"]][1], abs=1e-12)
+
+
+def test_a_document_left_too_short_is_rejected_with_the_share_removed(cleaned):
+    folder, docs, _, manifest = cleaned
+    rejects = pq.read_table(folder / "exact" / "rejects").to_pylist()
+    (short,) = [r for r in rejects if r["stage"] == "paragraph_dedup"]
+    share = expected(docs)[9][1]
+    assert short["id"] == "d0-9" and short["reason"] == "too_short"
+    assert short["detail"] == f"{share:.1%} of its characters removed, 12 words left"
+    assert short["text"].startswith(BANNER)  # as it was: what was rejected, not what was left
+    assert manifest["counts"]["rejected"]["paragraph_dedup"] == 1
+    assert manifest["stages"]["paragraph_dedup"]["rows_in"] == len(docs)
+
+
+def test_the_manifest_and_report_list_the_boilerplate_found(cleaned):
+    folder, docs, _, manifest = cleaned
+    section = manifest["paragraph_dedup"]
+    top = {row["text"]: row["removed"] for row in section["top_paragraphs"]}
+    assert top[BANNER] == len(docs) - 2  # every later document's but the one spaced otherwise, listed as it was
+    assert top[FOOTER] == len(docs) // 2 - 1  # every later odd document's
+    assert section["chars"] == sum(len(d) for d in docs)
+    assert section["chars_removed"] == sum(len(d) - len(after) for d, (after, _, _) in zip(docs, expected(docs)))
+    assert section["documents_changed"] == len(docs) - 1 and section["paragraphs_removed"] == 40 - 1 + 19 + 1
+    assert section["filter"] == "exact" and section["estimated_false_positive_rate"] == 0.0
+    assert section["samples"][0]["id"] == "d0-1" and BANNER in section["samples"][0]["before"]
+    assert BANNER not in section["samples"][0]["after"]
+    report = (folder / "exact" / "report.html").read_text()
+    assert "Paragraph dedup" in report and "We use cookies to improve your experience" in report
+
+
+def test_the_token_shards_hold_the_kept_text(cleaned):
+    from tokenizers import Tokenizer
+
+    folder, _, _, manifest = cleaned
+    tokenizer = Tokenizer.from_file(str(folder / "exact" / "tokens" / "tokenizer.json"))
+    texts = kept_texts(folder / "exact").values()
+    encoded = sum(len(tokenizer.encode(t).ids) + 1 for t in texts)  # each with its end token
+    assert manifest["mixture"]["table"][0]["tokens_available"] == encoded
+
+
+@pytest.mark.slow
+def test_a_bloom_filter_spark_on_one_worker_gives_the_bytes_of_the_exact_set_on_ray(cleaned, tmp_path, run_here):
+    if reason := spark_missing():
+        pytest.skip(reason)
+    folder, _, inputs, _ = cleaned
+    path = config(tmp_path, inputs, "bloom", filter="bloom", false_positive_rate=1e-6)
+    manifest = run_here(path, tmp_path / "bloom", ["engine=spark", "spark.master=local[1]"])
+    assert_same_output(folder / "exact", tmp_path / "bloom")
+    section = manifest["paragraph_dedup"]
+    assert section["filter"] == "bloom" and 0 < section["estimated_false_positive_rate"] < 1e-5
+
+
+def test_bff_removes_a_paragraph_most_of_whose_ngrams_were_seen(tmp_path, run_here):
+    rng = random.Random(5)
+    original = words(rng, 40)
+    edited = original.split()
+    edited[-1] = "changed"  # 40 words, 36 5-grams: all but the last one seen
+    first = "\n".join([original, words(rng, 30)])
+    second = "\n".join([" ".join(edited), words(rng, 30)])
+    third = "\n".join([words(rng, 10) + " " + " ".join(original.split()[:10]), words(rng, 30)])  # 6 of 16 seen
+    inputs = write_corpus(tmp_path, [first, second, third], files=1)
+    manifest = run_here(config(tmp_path, inputs, "bff", ngram=5, threshold=0.8, filter="exact"), tmp_path / "bff")
+    found = kept_texts(tmp_path / "bff")
+    assert found["d0-0"] == first
+    assert found["d0-1"] == second.split("\n")[1]  # 35 of 36 n-grams seen: 0.97 >= 0.8
+    assert found["d0-2"] == third  # 6 of 16: stays
+    assert manifest["paragraph_dedup"]["paragraphs_removed"] == 1
+
+
+def test_units_split_lines_as_python_does_and_ignore_spacing():
+    texts = pa.array(["a  b\n\n a b \nc\u2028d e", "", "x\ny"])
+    lines, found = units(texts)
+    assert lines["doc"].tolist() == [0, 0, 0, 2, 2] and lines["para"].tolist() == [0, 2, 3, 0, 1]
+    assert found["hash"][0] == found["hash"][1]  # "a  b" and " a b ": one paragraph
+    lines, found = units(pa.array(["one two three four five six", "one two"]), ngram=3)
+    assert lines["units"].tolist() == [4, 1]  # 6 - 3 + 1 n-grams; a paragraph under 3 words is one unit
+
+
+def test_a_bloom_filter_finds_every_unit_seen_and_about_its_rate_of_others():
+    rng = np.random.default_rng(0)
+    hashes = rng.integers(0, 2**63, size=60_000, dtype=np.uint64)
+    stream = np.concatenate([hashes[:40_000], hashes[30_000:]])  # 10,000 repeated
+    keys = np.arange(len(stream))
+    exact = np.concatenate([seen_before(part, k, ExactSet()) for part, k in [(stream, keys)]])
+    bloom = BloomFilter(expected=60_000, rate=0.01)
+    flags = np.concatenate(
+        [seen_before(stream[i : i + 7_000], keys[i : i + 7_000], bloom) for i in range(0, len(stream), 7_000)]
+    )
+    assert exact.sum() == 10_000 and not (exact & ~flags).any()  # no unit seen before is missed
+    false_positives = int((flags & ~exact).sum()) / (len(stream) - 10_000)
+    assert false_positives < 0.02 and bloom.estimated_false_positive_rate() < 0.02
+    assert bloom.bytes == bloom.bits // 8 and bloom.bits >= 60_000 * 9.5  # 9.6 bits per item at 1%
