@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -174,6 +176,21 @@ def test_a_bloom_filter_spark_on_one_worker_gives_the_bytes_of_the_exact_set_on_
     assert_same_output(folder / "exact", tmp_path / "bloom")
     section = manifest["paragraph_dedup"]
     assert section["filter"] == "bloom" and 0 < section["estimated_false_positive_rate"] < 1e-5
+
+
+@pytest.mark.slow
+def test_a_run_killed_in_paragraph_dedup_reruns_to_the_same_bytes(cleaned, tmp_path):
+    from test_kill_resume import run_and_kill
+
+    folder, _, inputs, _ = cleaned
+    path = config(tmp_path, inputs, "killed", filter="exact")
+    run = [sys.executable, "-m", "pipeline", "run", path]
+    # the paragraph steps take a few seconds here (their tasks' start on Ray): a second in, they are under way
+    assert run_and_kill(tmp_path / "killed", "dedup pass:", 1.0, run=run)
+    assert (tmp_path / "killed" / "_work" / "paragraphs").exists()
+    result = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_output(folder / "exact", tmp_path / "killed")
 
 
 def test_bff_removes_a_paragraph_most_of_whose_ngrams_were_seen(tmp_path, run_here):
