@@ -6,6 +6,7 @@ dedup (signatures, buckets, clustering, reject write) on synthetic corpora with 
     .venv/bin/python benchmarks/bench_dedup.py corpus --docs 250000   # one scale point (a fresh process each)
     .venv/bin/python benchmarks/bench_dedup.py all                     # signatures, then 250k, 500k, 1M
     .venv/bin/python benchmarks/bench_dedup.py realhtml  # duplicates among ../shared/realhtml's main texts
+    .venv/bin/python benchmarks/bench_dedup.py paragraphs --docs 100000  # paragraph dedup (dedup.paragraphs)
 
 The corpus: documents of about 300 words drawn from a Zipf distribution over the English vocabulary of the
 project's fixture articles plus a long tail of rare words; 20% of the documents are edited copies of
@@ -112,6 +113,7 @@ class PeakMemory:
         import psutil
 
         self.psutil, self.pid, self.peak, self.running = psutil, pid, 0, True
+        self.largest = 0  # the largest one process of the tree reached, the root excluded
         self.thread = threading.Thread(target=self.sample, daemon=True)
         self.thread.start()
 
@@ -125,7 +127,10 @@ class PeakMemory:
                 break
             for proc in tree:
                 try:
-                    total += proc.memory_full_info().pss
+                    pss = proc.memory_full_info().pss
+                    total += pss
+                    if proc is not me:
+                        self.largest = max(self.largest, pss)
                 except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
                     pass
             self.peak = max(self.peak, total)
@@ -341,15 +346,125 @@ def realhtml_benchmark() -> dict:
     }
 
 
+def paragraph_corpus(n_docs: int, folder: Path, chunk: int = 10_000, seed: int = 11) -> int:
+    """Documents of 3 to 8 paragraphs of 10 to 40 Zipf-drawn words, each also holding 0 to 3 boilerplate
+    paragraphs drawn (Zipf again) from 2,000 templates, written as the filter pass leaves its files (one per
+    `chunk` documents; `order` the file's index << 40, then the row). Returns the paragraphs written."""
+    rng = np.random.default_rng(seed)
+    vocab = vocabulary(rng)
+    ranks = np.arange(1, len(vocab) + 1)
+    p = 1.0 / ranks**1.07
+    cdf = np.cumsum(p / p.sum())
+    templates = [" ".join(vocab[np.searchsorted(cdf, rng.random(int(rng.integers(6, 30))))]) for _ in range(2000)]
+    popularity = 1.0 / np.arange(1, len(templates) + 1)
+    popularity /= popularity.sum()
+    folder.mkdir(parents=True)
+    paragraphs = 0
+    for file, start in enumerate(range(0, n_docs, chunk)):
+        rows = min(chunk, n_docs - start)
+        own = rng.integers(3, 9, rows)
+        lengths = rng.integers(10, 41, int(own.sum()))
+        words = vocab[np.searchsorted(cdf, rng.random(int(lengths.sum())))]
+        cuts = np.concatenate([[0], np.cumsum(lengths)])
+        texts, at = [], 0
+        for d in range(rows):
+            mine = [" ".join(words[cuts[i] : cuts[i + 1]]) for i in range(at, at + own[d])]
+            at += own[d]
+            for t in rng.choice(len(templates), int(rng.integers(0, 4)), p=popularity):
+                mine.insert(int(rng.integers(0, len(mine) + 1)), templates[t])
+            paragraphs += len(mine)
+            texts.append("\n".join(mine))
+        orders = (np.int64(file) << 40) + np.arange(rows, dtype=np.int64)
+        table = pa.table(
+            {"order": orders, "id": [f"doc-{start + i}" for i in range(rows)], "text": texts}
+        ).append_column("stage", pa.nulls(rows, pa.string()))
+        pq.write_table(table, folder / f"file-{file:06d}.parquet", row_group_size=10_000)
+    return paragraphs
+
+
+def paragraphs_benchmark(n_docs: int, shards: int) -> dict:
+    """Paragraph dedup's steps 1 and 2 (pipeline/paragraphs.py, on an embedded Ray of 2 CPUs) and step 3 (the
+    edit finalize makes, in this process), with an exact set, with our Bloom filter (sized from the units
+    counted, at 0.001), and with dolma's settings (its example's rate, 0.0001, sized from the documents, as
+    dolma sizes its filter by `estimated_doc_count` whatever it dedups); the Bloom filters' false positives
+    counted against the exact set's verdicts."""
+    import shutil
+
+    import ray
+
+    from pipeline import paragraphs
+    from pipeline.config import ParagraphDedupConfig, RayConfig
+    from pipeline.engine_ray import start_ray
+
+    work = ROOT / "out" / f"bench-paragraphs-{n_docs}"
+    shutil.rmtree(work, ignore_errors=True)
+    t = time.perf_counter()
+    written = paragraph_corpus(n_docs, work / "filtered")
+    result = {"docs": n_docs, "paragraphs": written, "corpus_seconds": round(time.perf_counter() - t, 1)}
+    start_ray(RayConfig(num_cpus=2, object_store_mb=1024))
+    no_verdicts = pa.table({"order": pa.array([], pa.int64())})
+    variants = {
+        "exact set": ParagraphDedupConfig(enabled=True, filter="exact"),
+        "Bloom, 0.001 of the units counted": ParagraphDedupConfig(enabled=True, false_positive_rate=0.001),
+        "Bloom, dolma's settings (0.0001 of the documents)": ParagraphDedupConfig(
+            enabled=True, false_positive_rate=0.0001, expected=n_docs
+        ),
+    }
+    # once untimed: the workers' imports and the kernels' compilation
+    paragraphs.run(work / "filtered", no_verdicts, variants["exact set"], shards, work)
+    removed_by: dict[str, set] = {}
+    for name, settings in variants.items():
+        memory = PeakMemory()
+        cpu_before, t = _cpu_seconds(), time.perf_counter()
+        stats = paragraphs.run(work / "filtered", no_verdicts, settings, shards, work)
+        wall, cpu = time.perf_counter() - t, _cpu_seconds() - cpu_before
+        peak = memory.stop()
+        seen = pq.read_table(work / "paragraphs" / "seen", columns=["order", "para"])
+        removed_by[name] = set(zip(seen["order"].to_pylist(), seen["para"].to_pylist()))
+        row = {
+            "steps_1_2_wall_s": round(wall, 1),
+            "steps_1_2_cpu_s": round(cpu, 1),
+            "peak_pss_gb_all_processes": round(peak, 2),
+            "largest_worker_pss_gb": round(memory.largest / 2**30, 2),
+            "filter_bytes_per_shard": stats["bytes_per_shard"],
+            "units": stats["units"],
+            "paragraphs_removed": len(removed_by[name]),
+            "estimated_false_positive_rate": stats["estimated_false_positive_rate"],
+        }
+        if name == "exact set":  # step 3 once: it does not depend on the filter
+            settings_3 = {"folder": str(work / "paragraphs"), "ngram": None, "threshold": 0.8, "min_words": 50}
+            t3 = time.process_time()
+            chars = removed_chars = 0
+            for path in sorted((work / "filtered").glob("file-*.parquet")):
+                rows = pq.read_table(path)
+                rows = rows.append_column("reason", pa.nulls(rows.num_rows, pa.string()))
+                rows = rows.append_column("detail", pa.nulls(rows.num_rows, pa.string()))
+                _, counts = paragraphs.edit(rows, int(path.stem[5:]), settings_3)
+                chars, removed_chars = chars + counts["chars"], removed_chars + counts["chars_removed"]
+            row["step_3_cpu_s"] = round(time.process_time() - t3, 1)
+            row["share_of_chars_removed"] = round(removed_chars / chars, 4)
+            row["docs_per_cpu_second"] = round(n_docs / (cpu + row["step_3_cpu_s"]))
+        else:
+            row["false_positives"] = len(removed_by[name] - removed_by["exact set"])
+            row["missed"] = len(removed_by["exact set"] - removed_by[name])
+            row["docs_per_cpu_second_steps_1_2"] = round(n_docs / cpu)
+        result[name] = row
+        print(json.dumps({name: row}), flush=True)
+    ray.shutdown()
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["signatures", "corpus", "all", "realhtml"])
+    parser.add_argument("what", choices=["signatures", "corpus", "all", "realhtml", "paragraphs"])
     parser.add_argument("--docs", type=int, default=250_000)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--object-store-mb", type=int, default=2048)
     args = parser.parse_args()
     if args.what == "signatures":
         print(json.dumps(signatures_benchmark(), indent=2))
+    elif args.what == "paragraphs":
+        print(json.dumps(paragraphs_benchmark(args.docs, args.shards)))
     elif args.what == "realhtml":
         print(json.dumps(realhtml_benchmark()))
     elif args.what == "corpus":

@@ -92,7 +92,7 @@ def hash_file(item: dict) -> dict:
     (folder / "lines").mkdir(exist_ok=True)
     lines_table = pa.table([orders, lines["para"], lines["units"]], schema=LINES_SCHEMA)
     _write(folder / "lines" / name, lines_table)
-    shard = (found["hash"] >> np.uint64(40)) % np.uint64(item["shards"])  # not the bits the filter probes
+    shard = (found["hash"] >> np.uint64(40)) % np.uint64(item["shards"])  # by its top bits
     counts = np.bincount(shard.astype(np.int64), minlength=item["shards"])
     for s in np.flatnonzero(counts):
         mine = shard == s
