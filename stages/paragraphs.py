@@ -163,7 +163,10 @@ class ExactSet:
         return (self.values[at] == hashes) if len(self.values) else np.zeros(len(hashes), np.bool_)
 
     def add(self, hashes: np.ndarray) -> None:
-        self.values = np.union1d(self.values, hashes)
+        new = np.unique(hashes[~self.contains(hashes)])
+        if len(new):  # two sorted runs: a stable sort (timsort) merges them in linear time
+            self.values = np.concatenate([self.values, new])
+            self.values.sort(kind="stable")
 
     def estimated_false_positive_rate(self) -> float:
         return 0.0
