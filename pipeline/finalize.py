@@ -257,7 +257,7 @@ def manifest(
 
 def _paragraph_dedup(filter_stats: dict, per_file: list[dict]) -> dict:
     """The manifest's paragraph_dedup section: the filter (pipeline/paragraphs.py), what was removed, the
-    paragraphs removed most often (each file's most frequent, summed) and the first documents changed."""
+    paragraphs removed most often (each file's most frequent, summed) and the documents most changed."""
     totals = {key: sum(f[key] for f in per_file) for key in ("documents", "documents_changed", "paragraphs_removed")}
     chars, chars_removed = sum(f["chars"] for f in per_file), sum(f["chars_removed"] for f in per_file)
     top: Counter[str] = Counter()
@@ -270,7 +270,7 @@ def _paragraph_dedup(filter_stats: dict, per_file: list[dict]) -> dict:
         "chars_removed": chars_removed,
         "share_of_chars_removed": round(chars_removed / chars, 6) if chars else 0.0,
         "top_paragraphs": [{"text": text, "removed": n} for text, n in top.most_common(TOP_PARAGRAPHS)],
-        "samples": [sample for f in per_file for sample in f["samples"]][:SAMPLES],
+        "samples": sorted((s for f in per_file for s in f["samples"]), key=paragraphs.most_removed)[:SAMPLES],
     }
 
 

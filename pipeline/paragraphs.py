@@ -167,7 +167,8 @@ def edit(rows: pa.Table, file: int, settings: dict) -> tuple[pa.Table, dict]:
     """Step 3, in finalize, for the rows of one input file after the dedup verdicts: the kept documents'
     paragraphs that go leave their text (the lines around them stay), the share of characters removed goes in
     `paragraph_removed`, and a document left under `min_words` words is rejected (its text in rejects/ as it
-    was). Returns the rows and what was removed (counts, the paragraphs removed most often, a few samples)."""
+    was). Returns the rows and what was removed (counts, the paragraphs removed most often, the documents most
+    changed)."""
     removed = removed_paragraphs(Path(settings["folder"]), file, settings["ngram"], settings["threshold"])
     columns = {name: rows[name].to_pylist() for name in ("text", "stage", "reason", "detail")}
     shares: list[float | None] = [None] * rows.num_rows
@@ -198,10 +199,15 @@ def edit(rows: pa.Table, file: int, settings: dict) -> tuple[pa.Table, dict]:
         else:
             columns["text"][i] = kept
             shares[i] = share
-            if len(samples) < SAMPLES_PER_FILE:
-                samples.append({"id": doc_id, "removed": round(share, 4), "before": text[: SHOWN_CHARS * 5]})
-                samples[-1]["after"] = kept[: SHOWN_CHARS * 5]
+            if len(samples) < SAMPLES_PER_FILE or share > samples[-1]["removed"]:  # the most changed
+                sample = {"id": doc_id, "removed": round(share, 4), "before": text[: SHOWN_CHARS * 5]}
+                samples = sorted([*samples, sample | {"after": kept[: SHOWN_CHARS * 5]}], key=most_removed)
+                del samples[SAMPLES_PER_FILE:]
     for name, values in columns.items():
         rows = rows.set_column(rows.schema.get_field_index(name), name, pa.array(values, pa.string()))
     rows = rows.append_column("paragraph_removed", pa.array(shares, pa.float64()))
     return rows, stats | {"top": top.most_common(TOP_PER_FILE), "samples": samples}
+
+
+def most_removed(sample: dict) -> tuple:
+    return -sample["removed"], sample["id"]
