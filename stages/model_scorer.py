@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .ledger import run_on_alive
+from .user import StageError
 
 EXTRA = "the transformers scorer needs the classify extra: .venv/bin/python -m pip install -e '.[classify]'"
 _LOADED: dict[tuple[str, str], tuple] = {}  # (model folder, device) -> (tokenizer, model), once per process
@@ -73,9 +74,14 @@ class TransformerScorer:
                 # depend on how many threads split it (Ray and Spark set OMP_NUM_THREADS each their own way).
                 torch.set_num_threads(self.threads)
 
-            # local_files_only: a folder on disk, never a download
-            tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
-            model = AutoModelForSequenceClassification.from_pretrained(self.model_dir, local_files_only=True)
+            try:  # local_files_only: a folder on disk, never a download
+                tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
+                model = AutoModelForSequenceClassification.from_pretrained(self.model_dir, local_files_only=True)
+            except Exception as error:  # broken weights or tokenizer files: one line (cli.stage_error), not a traceback
+                first = str(error).strip().split("\n")[0]
+                raise StageError(
+                    f"the model in {self.model_dir} does not load: {type(error).__name__}: {first}"
+                ) from None
             _LOADED[key] = (tokenizer, model.float().train(False).to(self.device))  # inference: no dropout
         return _LOADED[key]
 

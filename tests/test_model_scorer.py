@@ -242,6 +242,23 @@ def test_a_stage_that_kills_its_actor_every_time_stops_the_run_in_one_line(tmp_p
 
 
 @pytest.mark.slow
+def test_a_model_whose_weights_do_not_load_stops_the_run_in_one_line(tmp_path, classifier):
+    import shutil
+
+    broken = shutil.copytree(classifier, tmp_path / "broken")
+    (broken / "model.safetensors").write_bytes((broken / "model.safetensors").read_bytes()[:1000])  # cut short
+    scorer = {"scorer": "hq", "kind": "transformers", "model": str(broken)}
+    crawl = sorted(str(p) for p in (FIXTURES / "warc").iterdir())[:1]
+    raw = base_config(crawl, tmp_path / "out", stages=["extract", "language", scorer])
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    done = run_cli(["run", str(tmp_path / "c.yaml")], tmp_path, tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"stage error: the model in {broken} does not load: SafetensorError: "), last
+    assert "Traceback" not in done.stderr and not (tmp_path / "out" / "docs").exists()
+
+
+@pytest.mark.slow
 def test_the_same_output_on_spark(tmp_path, run_here, classifier):
     if reason := spark_missing():
         pytest.skip(reason)
