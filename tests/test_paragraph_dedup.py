@@ -174,11 +174,12 @@ def test_a_bloom_filter_spark_on_one_worker_gives_the_bytes_of_the_exact_set_on_
     if reason := spark_missing():
         pytest.skip(reason)
     folder, _, inputs, _ = cleaned
-    path = config(tmp_path, inputs, "bloom", filter="bloom", false_positive_rate=1e-6)
+    path = config(tmp_path, inputs, "bloom", filter="bloom", false_positive_rate=1e-6, expected=80_000)
     manifest = run_here(path, tmp_path / "bloom", ["engine=spark", "spark.master=local[1]"])
     assert_same_output(folder / "exact", tmp_path / "bloom")
     section = manifest["paragraph_dedup"]
-    assert section["filter"] == "bloom" and 0 < section["estimated_false_positive_rate"] < 1e-5
+    assert section["filter"] == "bloom" and 0 < section["estimated_false_positive_rate"] < 1e-6
+    assert section["bytes_per_shard"] == BloomFilter(80_000 / 8, 1e-6).bytes == 35_944  # sized for `expected`
 
 
 @pytest.mark.slow
