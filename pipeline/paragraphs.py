@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pipeline import engine
 from pipeline.config import ParagraphDedupConfig, PassResources
 from pipeline.filtering import part_name
-from pipeline.storage import write_atomic
+from pipeline.storage import part_index, write_atomic
 from stages.paragraphs import BloomFilter, ExactSet, seen_before, units
 
 SHOWN_CHARS = 200  # of a paragraph listed in the manifest (samples: five times as many)
@@ -48,7 +48,7 @@ def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards
     shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers: these steps start over
     folder.mkdir(parents=True)
     dropped = verdicts["order"].to_numpy()
-    files = sorted(int(p.name[5:-8]) for p in filtered.glob("file-*.parquet"))
+    files = sorted(part_index(p.name) for p in filtered.glob("file-*.parquet"))
     items = [
         {
             "filtered": str(filtered / part_name(i)),
@@ -64,8 +64,8 @@ def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards
     per_shard = np.sum([r["units"] for r in counted], axis=0) if counted else np.zeros(shards, np.int64)
     expected = [config.expected / shards if config.expected else max(int(n), 1) for n in per_shard]
     steps = [
-        {"folder": str(folder), "shard": s, "files": files, "expected": expected[s], "filter": config.filter}
-        | {"rate": config.false_positive_rate}
+        {"folder": str(folder), "shard": s, "files": files, "filter": config.filter}
+        | {"expected": expected[s], "rate": config.false_positive_rate}
         for s in range(shards)
     ]
     results = engine.map_items(find_seen, steps, PassResources())
@@ -130,7 +130,7 @@ def find_seen(item: dict) -> dict:
             .sort_by([("order", "ascending"), ("para", "ascending")])
             .cast(SEEN_SCHEMA)
         )
-        out = folder / "seen" / part_name(file)[:-8]
+        out = seen_folder(folder, file)
         out.mkdir(parents=True, exist_ok=True)
         _write(out / f"shard-{item['shard']}.parquet", counted)
     return {
@@ -141,14 +141,18 @@ def find_seen(item: dict) -> dict:
     }
 
 
+def seen_folder(folder: Path, file: int) -> Path:
+    """Where step 2 leaves one input file's units seen, a Parquet file per shard."""
+    return folder / "seen" / part_name(file).removesuffix(".parquet")
+
+
 def _write(path: Path, table: pa.Table) -> None:
     write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def removed_paragraphs(folder: Path, file: int, ngram: int | None, threshold: float) -> dict[int, set[int]]:
     """For finalize: per document (order) of one input file, the numbers of its paragraphs that go."""
-    seen_folder = folder / "seen" / part_name(file)[:-8]
-    parts = sorted(seen_folder.glob("shard-*.parquet")) if seen_folder.exists() else []
+    parts = sorted(seen_folder(folder, file).glob("shard-*.parquet"))
     if not parts:
         return {}
     seen = pa.concat_tables([pq.read_table(p) for p in parts])
