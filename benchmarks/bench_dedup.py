@@ -400,7 +400,11 @@ def paragraphs_benchmark(n_docs: int, shards: int) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     t = time.perf_counter()
     written = paragraph_corpus(n_docs, work / "filtered")
-    result: dict[str, object] = {"docs": n_docs, "paragraphs": written, "corpus_seconds": round(time.perf_counter() - t, 1)}
+    result: dict[str, object] = {
+        "docs": n_docs,
+        "paragraphs": written,
+        "corpus_seconds": round(time.perf_counter() - t, 1),
+    }
     start_ray(RayConfig(num_cpus=2, object_store_mb=1024))
     no_verdicts = pa.table({"order": pa.array([], pa.int64())})
     variants = {
