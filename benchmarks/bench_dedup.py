@@ -52,13 +52,17 @@ def vocabulary(rng: np.random.Generator, size: int = 50_000) -> np.ndarray:
     return words
 
 
+def zipf(size: int) -> np.ndarray:
+    """The chance of each of `size` words by rank, Zipf's law with exponent 1.07."""
+    p = 1.0 / np.arange(1, size + 1) ** 1.07
+    return p / p.sum()
+
+
 def corpus(n_docs: int, seed: int = 7):
     """(word id matrix, copy_of) where copy_of[i] is the document i was copied from, or -1."""
     rng = np.random.default_rng(seed)
     vocab_size = 50_000
-    ranks = np.arange(1, vocab_size + 1)
-    p = 1.0 / ranks**1.07
-    p /= p.sum()
+    p = zipf(vocab_size)
     words = rng.choice(vocab_size, size=(n_docs, WORDS_PER_DOC), p=p).astype(np.int32)
     copy_of = np.full(n_docs, -1, dtype=np.int64)
     copies = rng.choice(np.arange(n_docs // 10, n_docs), int(n_docs * COPY_SHARE), replace=False)
@@ -352,9 +356,7 @@ def paragraph_corpus(n_docs: int, folder: Path, chunk: int = 10_000, seed: int =
     `chunk` documents; `order` the file's index << 40, then the row). Returns the paragraphs written."""
     rng = np.random.default_rng(seed)
     vocab = vocabulary(rng)
-    ranks = np.arange(1, len(vocab) + 1)
-    p = 1.0 / ranks**1.07
-    cdf = np.cumsum(p / p.sum())
+    cdf = np.cumsum(zipf(len(vocab)))
     templates = [" ".join(vocab[np.searchsorted(cdf, rng.random(int(rng.integers(6, 30))))]) for _ in range(2000)]
     popularity = 1.0 / np.arange(1, len(templates) + 1)
     popularity /= popularity.sum()

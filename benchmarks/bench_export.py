@@ -5,11 +5,11 @@ nanotron's alone (datatrove writes its format only from its own tokenizer step).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_export.py [--sequences 100000] [--seq-len 1024]
 
-The shards: `--sequences` rows of seq_len + 1 random uint16 ids (the last of each shard padded, a shorter `length`), in
-shards of 8,192 rows as the tokens pass writes them. megatron-core: each sequence read from the same shards and
-given to `add_item` (a torch tensor, as Megatron's preprocess_data.py does) then `end_document`, and
-`finalize`. MDSWriter: each sequence without its padding written as {"tokens": ids}, then `finish`. One
-process pinned to one core, time.process_time.
+The shards: `--sequences` rows of seq_len + 1 random uint16 ids (the last of each shard padded, a shorter
+`length`), in shards of 8,192 rows as the tokens pass writes them. megatron-core: each sequence given to
+`add_item` (a torch tensor, as Megatron's preprocess_data.py does) then `end_document`, and `finalize`;
+MDSWriter: each sequence without its padding written as {"tokens": ids}, then `finish`. Both read the shards
+with the export's own reader (`export.sequences`). One process pinned to one core, time.process_time.
 """
 
 from __future__ import annotations
@@ -58,11 +58,8 @@ def megatron_builder(folder: Path, paths: list[str], prefix: Path) -> None:
 
     prefix.parent.mkdir(parents=True, exist_ok=True)
     builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
-    for path in paths:
-        table = pq.read_table(folder / path)
-        width = table.schema.field("tokens").type.list_size
-        tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
-        for row, length in zip(tokens, table["length"].to_numpy()):
+    for tokens, lengths in export.sequences(folder, paths):
+        for row, length in zip(tokens, lengths):
             builder.add_item(torch.from_numpy(row[:length].astype(np.int64)))
             builder.end_document()
     builder.finalize(f"{prefix}.idx")
@@ -72,11 +69,8 @@ def mds_writer(folder: Path, paths: list[str], out: Path) -> None:
     from mds_reader import streaming_base
 
     with streaming_base().MDSWriter(columns={"tokens": "ndarray:uint16"}, out=str(out)) as writer:
-        for path in paths:
-            table = pq.read_table(folder / path)
-            width = table.schema.field("tokens").type.list_size
-            tokens = table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width)
-            for row, length in zip(tokens, table["length"].to_numpy()):
+        for tokens, lengths in export.sequences(folder, paths):
+            for row, length in zip(tokens, lengths):
                 writer.write({"tokens": row[:length]})
 
 

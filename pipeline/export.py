@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pipeline.storage import write_atomic
+from stages.tokens import token_dtype
 
 FORMATS = ("parquet", "megatron", "mds", "nanotron", "huggingface")
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
@@ -56,7 +57,7 @@ def write(out: Path, formats: list[str], shards: list[str], vocab_size: int, eos
 def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     folder = out / "tokens" / "megatron"
     folder.mkdir(parents=True, exist_ok=True)
-    dtype = np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+    dtype = ids_dtype(vocab_size)
     lengths: list[np.ndarray] = []
 
     def write_bin(tmp: Path) -> None:
@@ -82,6 +83,11 @@ def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     return [described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
 
 
+def ids_dtype(vocab_size: int) -> np.dtype:
+    """Megatron's and MDS's ids: uint16 where the vocabulary fits, else int32 (Megatron has no uint32)."""
+    return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+
+
 def sequences(out: Path, shards: list[str]):
     """Each shard's sequences as a (rows, seq_len + 1) array and their lengths, one shard in memory at a time."""
     for shard in shards:
@@ -98,7 +104,7 @@ def mds(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     (ndim << 2 | the shape's dtype code), the shape, the ids. index.json lists the shards with those settings."""
     folder = out / "tokens" / "mds"
     folder.mkdir(parents=True, exist_ok=True)
-    dtype = np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+    dtype = ids_dtype(vocab_size)
     settings = {"version": 2, "format": "mds", "compression": None, "hashes": [], "size_limit": MDS_SIZE_LIMIT}
     columns = {"column_names": ["tokens"], "column_encodings": [f"ndarray:{dtype.name}"], "column_sizes": [None]}
     header = json.dumps(settings | columns, sort_keys=True).encode()
@@ -141,7 +147,7 @@ def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list
     `.metadata`, "tokenizer|token size", then the token count."""
     folder = out / "tokens" / "nanotron"
     folder.mkdir(parents=True, exist_ok=True)
-    dtype = np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.uint32)
+    dtype = token_dtype(vocab_size)  # datatrove's: uint16 where the vocabulary fits, else uint32
     ends: list[np.ndarray] = []
     written = 0
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from helpers import assert_complete, assert_same_output, spark_missing
+from helpers import CONFIGS, assert_complete, assert_same_output, spark_missing
 from stages.paragraphs import BloomFilter, ExactSet, seen_before, units
 
 BANNER = "We use cookies to improve your experience. By using this site you accept our cookie policy."
@@ -237,3 +237,22 @@ def test_a_bloom_filter_finds_every_unit_seen_and_about_its_rate_of_others():
     false_positives = int((flags & ~exact).sum()) / (len(stream) - 10_000)
     assert false_positives < 0.02 and bloom.estimated_false_positive_rate() < 0.02
     assert bloom.bytes == bloom.bits // 8 and bloom.bits >= 60_000 * 9.5  # 9.6 bits per item at 1%
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("dedup.paragraphs.filter=fast", "dedup.paragraphs.filter: expected one of bloom, exact"),
+        ("dedup.paragraphs.false_positive_rate=0", "dedup.paragraphs.false_positive_rate: expected a number in (0, 1)"),
+        ("dedup.paragraphs.threshold=1.5", "dedup.paragraphs.threshold: expected a number in (0, 1]"),
+        ("dedup.paragraphs.ngram=0", "dedup.paragraphs.ngram: expected"),
+        ("dedup.paragraphs.min_words=-1", "dedup.paragraphs.min_words: expected"),
+    ],
+)
+def test_a_paragraph_setting_out_of_range_is_one_line_naming_it(setting, message, tmp_path):
+    from pipeline.config import ConfigError
+    from pipeline.config_load import load_config
+
+    with pytest.raises(ConfigError) as error:
+        load_config(str(CONFIGS / "local.yaml"), overrides=[setting], output=str(tmp_path / "o"))
+    assert str(error.value).startswith(message) and "\n" not in str(error.value), str(error.value)
