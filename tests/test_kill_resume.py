@@ -76,14 +76,11 @@ def run_to_end(out: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def run_and_kill(
-    out: Path, marker: str | None, delay: float, settings: list[str] = SETTINGS, run: list[str] | None = None
-) -> bool:
-    """Start a run (`run`, else the fixture crawl's into `out` with `settings`), SIGKILL its whole process group
-    `delay` s after `marker` appears in its log (or after the start); True if it was killed, False if it
-    finished first."""
+def run_and_kill(out: Path, marker: str | None, delay: float, settings: list[str] = SETTINGS) -> bool:
+    """Start a run, SIGKILL its whole process group `delay` s after `marker` appears in its log (or
+    after the start); True if it was killed, False if it finished first."""
     process = subprocess.Popen(
-        run or command(out, settings),
+        command(out, settings),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -10,6 +10,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from helpers import CONFIGS, assert_complete, assert_same_output, spark_missing
+from helpers import CONFIGS, ROOT, assert_complete, assert_same_output, spark_missing
 from stages.paragraphs import BloomFilter, ExactSet, seen_before, units
 
 BANNER = "We use cookies to improve your experience. By using this site you accept our cookie policy."
@@ -184,15 +185,16 @@ def test_a_bloom_filter_spark_on_one_worker_gives_the_bytes_of_the_exact_set_on_
 
 @pytest.mark.slow
 def test_a_run_killed_in_paragraph_dedup_reruns_to_the_same_bytes(cleaned, tmp_path):
-    from test_kill_resume import run_and_kill
+    from test_user_stages import run_killed
 
     folder, _, inputs, _ = cleaned
     path = config(tmp_path, inputs, "killed", filter="exact")
-    run = [sys.executable, "-m", "pipeline", "run", path]
-    # the paragraph steps take a few seconds here (their tasks' start on Ray): a second in, they are under way
-    assert run_and_kill(tmp_path / "killed", "dedup pass:", 1.0, run=run)
-    assert (tmp_path / "killed" / "_work" / "paragraphs").exists()
-    result = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    # killed -9 once step 1 has written a file's paragraphs: inside the paragraph steps (or finalize just after)
+    run_killed(Path(path), ROOT, ROOT, tmp_path / "killed" / "_work" / "paragraphs" / "lines", at_least=1)
+    assert (tmp_path / "killed" / "_work" / "paragraphs").exists()  # killed before the run could end
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "run", path], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert_same_output(folder / "exact", tmp_path / "killed")
 
