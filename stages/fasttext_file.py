@@ -134,14 +134,14 @@ def _check_dictionary(reader: _Reader, minn: int, maxn: int, bucket: int) -> tup
         raise _Problem(f"its dictionary counts disagree: {size} entries, {nwords} words, {nlabels} labels")
     if size > MAX_ENTRIES or nlabels > MAX_LABELS:
         raise _Problem(
-            f"its dictionary holds {nwords:,} words and {nlabels:,} labels (at most {MAX_ENTRIES:,} entries and "
-            f"{MAX_LABELS:,} labels)"
+            f"its dictionary holds {nwords:,} words and {nlabels:,} labels; at most {MAX_ENTRIES:,} entries and "
+            f"{MAX_LABELS:,} labels"
         )
     word_bytes = _walk_entries(reader, nwords, nlabels)
     if maxn > 0:  # each word's character n-grams, an upper bound: its bytes plus < and >, per n-gram length
         subwords = (word_bytes + 2 * nwords) * (maxn - max(minn, 1) + 1)
         if subwords > MAX_SUBWORDS:
-            raise _Problem(f"its vocabulary would need {subwords:,} character n-grams (at most {MAX_SUBWORDS:,})")
+            raise _Problem(f"its vocabulary would need {subwords:,} character n-grams; at most {MAX_SUBWORDS:,}")
     if prune_size < 0:  # -1: not pruned
         return nwords, nlabels, None
     start = reader.pos
@@ -169,7 +169,7 @@ def _walk_entries(reader: _Reader, nwords: int, nlabels: int) -> int:
             raise _Problem(f"its dictionary entry {i} is not a {'label' if is_label else 'word'}")
         if is_label:
             if nul - pos > MAX_LABEL_BYTES:
-                raise _Problem(f"its label {i - nwords} is {nul - pos:,} bytes long (at most {MAX_LABEL_BYTES})")
+                raise _Problem(f"its label {i - nwords} is {nul - pos:,} bytes long; at most {MAX_LABEL_BYTES:,}")
             try:
                 bytes(data[pos:nul]).decode("utf-8")
             except UnicodeDecodeError:

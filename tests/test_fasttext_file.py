@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from helpers import ROOT, cli
+from stages import fasttext_file
 from stages.fasttext_file import FastTextFileError, check_fasttext_file
 from stages.langid import default_lid_model_path, fasttext_labels
 from tiny_models import fasttext_bytes
@@ -42,11 +43,11 @@ HOSTILE = {
     "negative size": (edited(MODEL_BYTES, SIZE, "<i", -1), "its dictionary counts disagree: -1 entries"),
     "30 million words": (
         edited(MODEL_BYTES, SIZE, "<ii", 30_000_002, 30_000_000),
-        "its dictionary holds 30,000,000 words and 2 labels (at most 4,000,000 entries",
+        "its dictionary holds 30,000,000 words and 2 labels; at most 4,000,000 entries",
     ),
     "label 1 MB long": (
         fasttext_bytes(labels=("__label__" + "x" * 2**20,)),
-        "its label 0 is 1,048,585 bytes long (at most 1024)",
+        "its label 0 is 1,048,585 bytes long; at most 1,024",
     ),
     "label not UTF-8": (fasttext_bytes(labels=("__label__\udcff",)), "its label 0 is not UTF-8"),
     "a word among the labels": (edited(MODEL_BYTES, 175, "<b", 0), "its dictionary entry 4 is not a label"),
@@ -116,11 +117,21 @@ def test_models_written_as_fasttext_writes_them_load_and_predict(tmp_path, setti
     assert fasttext_labels(str(path)) == ["hq", "lq"]
 
 
+def test_character_ngrams_of_the_vocabulary_are_bounded(tmp_path, monkeypatch):
+    # (12 bytes of words + < and > around each of 3) x n-gram lengths 2 and 3: 36 ids
+    monkeypatch.setattr(fasttext_file, "MAX_SUBWORDS", 35)
+    path = tmp_path / "model.bin"
+    path.write_bytes(fasttext_bytes(bucket=10, maxn=3))
+    with pytest.raises(FastTextFileError, match="its vocabulary would need 36 character n-grams; at most 35"):
+        check_fasttext_file(str(path))
+
+
 def test_lid_176_is_accepted_quickly():
     import time
 
+    path = default_lid_model_path()
     start = time.perf_counter()
-    check_fasttext_file(default_lid_model_path())
+    check_fasttext_file(path)
     assert time.perf_counter() - start < 0.5  # about 6 ms here: it runs on every load
 
 
