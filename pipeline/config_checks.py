@@ -228,10 +228,13 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
 
 def _fasttext_labels(key: str, path: str) -> list[str]:
     """The labels of the fastText model at `path`, loaded here as each worker will load it."""
+    from stages.fasttext_file import FastTextFileError
     from stages.langid import fasttext_labels
 
     try:
         return fasttext_labels(path)
+    except FastTextFileError as error:  # the file's own sizes and shapes, checked before fastText loads it
+        raise ConfigError(f"{key}: {error}") from None
     except ValueError:  # fasttext's "has wrong file format!"
         raise ConfigError(f"{key}: {path!r} is not a fastText model (it does not load)") from None
 

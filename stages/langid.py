@@ -12,6 +12,7 @@ import re
 
 import pyarrow as pa
 
+from .fasttext_file import check_fasttext_file
 from .ledger import run_on_alive
 
 # Ten frequent function words per language (crawl_sample.md).
@@ -53,17 +54,20 @@ _MODELS: dict[str, object] = {}
 
 
 def load_fasttext_model(path: str):
+    """The fastText model at `path`, once per process; raises FastTextFileError (a ValueError) naming what is
+    wrong with a file fastText's loader must not be given (stages/fasttext_file.py)."""
     model = _MODELS.get(path)
     if model is None:
         import fasttext  # imported here so that importing the stage stays cheap
 
+        check_fasttext_file(path)  # fastText's C++ believes every size in the file
         model = _MODELS[path] = fasttext.load_model(path)
     return model
 
 
 def fasttext_labels(path: str) -> list[str]:
     """The labels (without "__label__") of the fastText model at `path`, loading it as a worker would;
-    raises ValueError when the file is not a fastText model."""
+    raises ValueError when the file is not a fastText model (FastTextFileError: one the belt refuses to load)."""
     model = load_fasttext_model(path)
     # k=-1 with a threshold below 0 lists every label, even those the text gives no probability.
     return sorted(label.removeprefix("__label__") for _, label in model.f.predict("\n", -1, -1.0, "strict"))

@@ -86,3 +86,53 @@ def bert_parts(
         problem_type=problem,
     )
     return tokenizer, config
+
+
+def fasttext_bytes(
+    words=("</s>", "river", "sea"),
+    labels=("__label__hq", "__label__lq"),
+    dim=4,
+    bucket=0,
+    word_ngrams=1,
+    maxn=0,
+    quantized=False,
+    qout=False,
+    qnorm=False,
+    pruned=None,
+) -> bytes:
+    """A supervised fastText model written byte by byte as fastText 0.9 saves it (src/fasttext.cc saveModel):
+    softmax loss, small random weights; `quantized`: its input matrix product-quantized (2 numbers a code),
+    with `qout` its output matrix too, `qnorm` with norms; `pruned`: (bucket, row) pairs of a pruned n-gram
+    index (a quantized model's). The tests cut and edit it into hostile files."""
+    import struct
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    settings = struct.pack("<12id", dim, 5, 5, 1, 5, word_ngrams, 3, 3, bucket, 0 if maxn == 0 else 2, maxn, 100, 1e-4)
+    entries = [(w, 0) for w in words] + [(label, 1) for label in labels]
+    prune_size = -1 if pruned is None else len(pruned)
+    out = struct.pack("<ii", 793712314, 12) + settings
+    out += struct.pack("<iiiqq", len(entries), len(words), len(labels), 100, prune_size)
+    out += b"".join(w.encode("utf-8", "surrogateescape") + b"\0" + struct.pack("<qb", 10, kind) for w, kind in entries)
+    out += b"".join(struct.pack("<ii", *pair) for pair in pruned or ())
+    rows = len(words) + (bucket if pruned is None else len({row for _, row in pruned}))
+
+    def matrix(m: int, quantize: bool) -> bytes:
+        if not quantize:
+            return struct.pack("<qq", m, dim) + (rng.standard_normal((m, dim)) * 0.1).astype("<f4").tobytes()
+        nsubq = -(-dim // 2)
+        codes = rng.integers(0, 256, m * nsubq, dtype=np.uint8).tobytes()
+        data = struct.pack("<?qqi", qnorm, m, dim, m * nsubq) + codes + quantizer(dim, 2)
+        if qnorm:
+            data += rng.integers(0, 256, m, dtype=np.uint8).tobytes() + quantizer(1, 1)
+        return data
+
+    def quantizer(pq_dim: int, dsub: int) -> bytes:
+        nsubq = -(-pq_dim // dsub)
+        centroids = (rng.standard_normal(pq_dim * 256) * 0.1).astype("<f4").tobytes()
+        return struct.pack("<iiii", pq_dim, nsubq, dsub, pq_dim - (nsubq - 1) * dsub) + centroids
+
+    out += struct.pack("<?", quantized) + matrix(rows, quantized)
+    out += struct.pack("<?", qout) + matrix(len(labels), quantized and qout)
+    return out
