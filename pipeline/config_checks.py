@@ -205,6 +205,8 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
     try:
         schema = parquet_file(path, config.storage).schema_arrow
     except (OSError, pa.ArrowInvalid) as exc:
+        if not config.sources[i].curated:  # cut short, or garbage: the reader rejects it by name, the rest is read
+            return
         raise ConfigError(
             f"sources[{i}].input: {path!r} is not a Parquet file ({' '.join(str(exc).split())})"
         ) from None

@@ -411,3 +411,15 @@ def test_a_warc_zst_frame_flushed_per_record_and_cut_keeps_every_whole_record(tm
     assert [(r["reason"], r["url"], r["text"]) for r in rows[:-1]] == whole
     assert rows[-1]["reason"] == "read:malformed" and "zstd frame cut short" in rows[-1]["detail"]
     assert [r["offset"] for r in rows] == sorted(set(r["offset"] for r in rows))
+
+
+def test_a_parquet_file_cut_short_in_a_folder_is_one_named_reject_not_a_stop(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.jsonl").write_bytes(jsonl_bytes(2))
+    whole = parquet_bytes(tmp_path)
+    (folder / "cut.parquet").write_bytes(whole[: len(whole) // 2])  # its footer, the schema, is gone
+    assert validate(tmp_path, {"input": [str(folder)]}).returncode == 0
+    rows = [row for table in read_parquet(str(folder / "cut.parquet"), 0, "web") for row in table.to_pylist()]
+    assert [row["reason"] for row in rows] == ["read:malformed"]
+    assert rows[0]["detail"].startswith(f"{folder / 'cut.parquet'}: not a Parquet file")
