@@ -205,11 +205,17 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
     try:
         schema = parquet_file(path, config.storage).schema_arrow
     except (OSError, pa.ArrowInvalid) as exc:
+        if not config.sources[i].curated:  # cut short, or garbage: the reader rejects it by name, the rest is read
+            return
         raise ConfigError(
             f"sources[{i}].input: {path!r} is not a Parquet file ({' '.join(str(exc).split())})"
         ) from None
+    key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
+    if (count := schema.names.count(column)) > 1:
+        raise ConfigError(
+            f"sources[{i}].input: {path!r} has {count} columns named {column!r} ({key}); keep one, or name another column"
+        )
     if text_column_problem(schema, column) is not None:  # the reader's own test
-        key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
         raise ConfigError(
             f"sources[{i}].input: {path!r} has no string column {column!r} ({key}; it has {', '.join(schema.names)})"
         )

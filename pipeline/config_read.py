@@ -188,7 +188,13 @@ def _local_files(pattern: str) -> list[str]:
     if os.path.isfile(pattern):
         return [os.path.abspath(pattern)]
     folder = os.path.isdir(pattern)
-    found = glob.glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern, recursive=True)
+    found = _glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern)
+    not_utf8 = sorted(p for p in found if not _is_utf8(p))
+    if not_utf8:  # the file's name goes into the output's Parquet string columns and its manifest
+        raise ConfigError(
+            f"input {pattern!r}: the file name '{_escaped(not_utf8[0])}' is not UTF-8, which the output's file "
+            "columns hold; rename it (convmv -f latin1 -t utf8 --notest)"
+        )
     if folder:  # as Spark and Arrow read a folder: `_SUCCESS`, `_metadata`, `_temporary/` are the writer's
         found = [p for p in found if not any(part.startswith("_") for part in Path(p).relative_to(pattern).parts)]
     broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
@@ -202,6 +208,67 @@ def _local_files(pattern: str) -> list[str]:
     if folder and not files:
         raise ConfigError(f"input {pattern!r} is a folder with no file in it")
     return files
+
+
+def _glob(pattern: str) -> list[str]:
+    """glob.glob(pattern, recursive=True), but a `**` reaches each directory once however many symbolic links
+    lead to it: a link to a folder above it (a loop) would make glob's walk endless."""
+    head, star, tail = pattern.partition(os.sep + "**")
+    if not star or (tail and not tail.startswith(os.sep)):  # no `**` as a whole part: glob walks no tree
+        return glob.glob(pattern, recursive=True)
+    tail = tail.removeprefix(os.sep)
+    bases = glob.glob(head) if glob.has_magic(head) else [head]
+    found = []
+    for base in bases:
+        for folder in _folders(base):
+            if tail:
+                found += _glob(os.path.join(glob.escape(folder), tail))
+            else:  # `x/**`: every folder and file under x
+                found += [folder, *(os.path.join(folder, n) for n in _visible(folder) if not _is_dir(folder, n))]
+    return sorted(set(found))
+
+
+def _folders(base: str) -> list[str]:
+    """`base` and every folder under it whose name does not start with `.` (as glob's `**`), following
+    symbolic links, each real folder once (by device and inode)."""
+    seen: set[tuple[int, int]] = set()
+    found = []
+    pending = [base]
+    while pending:
+        folder = pending.pop()
+        try:
+            status = os.stat(folder)
+        except OSError:
+            continue
+        if (status.st_dev, status.st_ino) in seen:
+            continue
+        seen.add((status.st_dev, status.st_ino))
+        found.append(folder)
+        pending += reversed([os.path.join(folder, n) for n in _visible(folder) if _is_dir(folder, n)])
+    return found
+
+
+def _visible(folder: str) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(folder) if not n.startswith("."))
+    except OSError:
+        return []
+
+
+def _is_dir(folder: str, name: str) -> bool:
+    return os.path.isdir(os.path.join(folder, name))
+
+
+def _is_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")  # a name that is not UTF-8 comes from os as lone surrogates
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(path: str) -> str:
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def read_config(path: str | None, overrides: Sequence[str] = (), problems: Problems | None = None) -> Config:

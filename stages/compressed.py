@@ -127,6 +127,7 @@ class ZstdFrames:
         self._frames: list[tuple[int, int]] = []  # (decompressed start, compressed start), in order
         self._position = 0
         self.error: tuple[int, str] | None = None
+        self.cut = False  # the error is the file's end inside a frame: what came before it was whole
 
     def tell(self) -> int:
         return self._position
@@ -179,7 +180,7 @@ class ZstdFrames:
                 if self._pending or decompressor.needs_input:
                     data, self._pending = self._pending or self._handle.read(_CHUNK), b""
                     if not data:
-                        self.error = (frame, "zstd frame cut short by the end of the file")
+                        self.error, self.cut = (frame, "zstd frame cut short by the end of the file"), True
                         return b""
                     self._fed += len(data)
                 out = decompressor.decompress(data, size)

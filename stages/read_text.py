@@ -107,6 +107,8 @@ def read_parquet(
 
 def text_column_problem(schema: pa.Schema, text_field: str) -> str | None:
     """What keeps a Parquet file of this schema from giving its text column, or None."""
+    if (count := schema.names.count(text_field)) > 1:  # which one holds the text is not ours to guess
+        return f'{count} columns named "{text_field}" (columns: {", ".join(schema.names)})'
     found = column_type(schema, text_field)
     if found is None:
         return f'no column "{text_field}" (columns: {", ".join(schema.names)})'
@@ -128,11 +130,11 @@ _TEXT_TYPES = (
 
 def column_type(schema: pa.Schema, name: str) -> pa.DataType | None:
     """The type of the column `name`, or for a dotted name such as `meta.text` of a struct column's field,
-    as JSONL's dotted fields; None if there is none."""
+    as JSONL's dotted fields; None if there is none. Of columns named alike (a join's), the first."""
     if name in schema.names:
-        return schema.field(name).type
+        return schema.field(schema.names.index(name)).type
     top, *parts = name.split(".")
-    type_ = schema.field(top).type if top in schema.names else None
+    type_ = schema.field(schema.names.index(top)).type if top in schema.names else None
     for part in parts:
         if type_ is None or not pa.types.is_struct(type_) or type_.get_field_index(part) < 0:
             return None
@@ -412,11 +414,12 @@ def _is_string(type_: pa.DataType | None) -> bool:
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
-    """Column `name` (a dotted name: a struct column's field) of the batch."""
-    if name in batch.schema.names:
-        return batch.column(name)
+    """Column `name` (a dotted name: a struct column's field) of the batch; of columns named alike, the first."""
+    names = batch.schema.names
+    if name in names:
+        return batch.column(names.index(name))
     top, *parts = name.split(".")
-    array = batch.column(top)
+    array = batch.column(names.index(top))
     for part in parts:
         array = pc.struct_field(array, part)
     return array

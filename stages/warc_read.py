@@ -273,8 +273,11 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
                         warnings = _REPAIRED.sub("", stderr.getvalue())
                         if problem is None and warnings.strip():
                             problem = " ".join(warnings.split())
-                        # a zstd frame that fails at its checksum fails after its record was read
-                        problem = _frame_error(frames, found) or problem
+                        # a zstd frame that fails at its checksum fails after its record was read; a frame cut short
+                        # (a stream flushed after each record) spoils only the record its cut falls in, which its
+                        # length shows
+                        if not (frames and frames.cut and problem is None):
+                            problem = _frame_error(frames, found) or problem
                         if problem is not None:
                             bad_offset = offset
                             known = {k: row.get(k) for k in ("url", "date", "record_type", "content_type")}
@@ -285,9 +288,8 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
             if frames and frames.error and bad_offset is None:
                 # the records before it were whole; the frame that failed is named on its own
                 bad_offset = frames.error[0]
-                if bad_offset > last_offset:
-                    last_offset = bad_offset
-                    yield _malformed(path, bad_offset, frames.error[1])
+                last_offset = _next_offset(bad_offset, last_offset)  # after the whole records of its frame
+                yield _malformed(path, last_offset, frames.error[1])
             start = None if bad_offset is None else _resync(handle, bad_offset + 1, kind)
 
 
@@ -424,7 +426,8 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
                 elif not (is_text or _is_html(mime, payload[:_SNIFF_BYTES])):
                     row.update(stage=STAGE, reason="read:not_html", detail="content type missing")
                 elif is_text:
-                    row.update(text=payload.decode("utf-8", errors="replace"), charset="utf-8")
+                    text, used = _wet_text(payload, charset, headers.get_header("WARC-Identified-Content-Charset"))
+                    row.update(text=text, charset=used)
             if row.get("stage") is not None or is_text:
                 payload = None
     elif problem is None:
@@ -441,6 +444,21 @@ def _record_row(record, path: str, offset: int, max_payload_bytes: int) -> tuple
     if payload is not None:
         row["html"] = payload
     return row, None
+
+
+def _wet_text(payload: bytes, declared: str | None, identified: str | None) -> tuple[str, str]:
+    """(text, the charset it was decoded with) of a WET record's payload. A charset its Content-Type declares
+    decodes it; without one it is UTF-8, as WET writers convert text, unless it is not UTF-8 and the charset a
+    crawler identified (WARC-Identified-Content-Charset) is known. Bytes that do not decode become U+FFFD."""
+    from stages.extract import _codec  # the web's reading of charset labels (iso-8859-1 is windows-1252)
+
+    codec = _codec(declared)
+    if codec is None:
+        try:
+            return payload.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            codec = _codec(identified) or "utf-8"
+    return payload.decode(codec, errors="replace"), codec
 
 
 def _encoded_body(record) -> BinaryIO:

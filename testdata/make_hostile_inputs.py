@@ -12,7 +12,7 @@ duplicates). The files (HOSTILE: kind -> file name, under OUT_DIR):
 - JSONL lines of every bad kind in one file (a lone surrogate, not UTF-8, NUL bytes, an array, no text),
   a byte order mark and CRLF line ends, a zero-byte file and an empty gzip file;
 - Parquet: a large_string text column with int ids and null texts and ids; three row groups with page
-  checksums, the second one's text page garbled;
+  checksums, the second one's text page garbled; two `url` columns, as a join writes;
 - names with spaces, `#`, `?`, `*` and non-ASCII letters, in nested folders with such names; a symbolic
   link and a hard link to files of the set (each file is to be read once, however it is reached).
 
@@ -64,6 +64,7 @@ HOSTILE = {
     "empty_gzip": "empty.jsonl.gz",
     "parquet_odd": "parquet/large string, int ids.parquet",
     "parquet_damaged": "parquet/damaged page.parquet",
+    "parquet_joined": "parquet/joined, url twice.parquet",
 }
 LINKS = {"symlink": ("ünï/link to frames.jsonl.zst", "zstd_frames"), "hardlink": ("hard link.jsonl.gz", "pigz")}
 
@@ -151,6 +152,14 @@ def damaged_parquet() -> bytes:
     return garble(data, column.data_page_offset + column.total_compressed_size // 2)
 
 
+def joined_parquet() -> bytes:
+    """A join's output: columns named alike besides the text (the reader takes the first)."""
+    kind, n = "parquet_joined", 6
+    columns = [[f"{kind}-{i}" for i in range(n)], [text(kind, i) for i in range(n)]]
+    columns += [[f"http://a.example/{i}" for i in range(n)], [f"http://b.example/{i}" for i in range(n)]]
+    return parquet_bytes(pa.Table.from_arrays([pa.array(c) for c in columns], names=["id", "text", "url", "url"]))
+
+
 def contents() -> dict[str, bytes]:
     """Kind -> the file's bytes."""
     members = gz(lines("gzip_members", 30)) + gz(lines("gzip_members", 30, 30))
@@ -183,6 +192,7 @@ def contents() -> dict[str, bytes]:
         "empty_gzip": gz(b""),
         "parquet_odd": parquet_bytes(odd, row_group_size=8),
         "parquet_damaged": damaged_parquet(),
+        "parquet_joined": joined_parquet(),
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,7 +18,8 @@ import yaml
 from backports import zstd
 
 from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
-from stages.read_text import read_jsonl
+from pipeline.config_read import expand_inputs
+from stages.read_text import read_jsonl, read_parquet
 from stages.warc_read import read_warc
 from testdata import make_hostile_inputs
 
@@ -302,3 +304,122 @@ def test_zero_padding_after_a_warc_is_no_record_as_gzip_reads_it(tmp_path, name)
 
     assert rows(padded) == rows(source)
     assert [reason for _, reason, _ in rows(zeros)] == ["read:malformed"]  # only zeros: no WARC at all
+
+
+# Issue 46: one odd file in a folder of inputs never stops the run, nor hangs `validate`.
+
+
+def validate(tmp_path: Path, source: dict):
+    return cli("validate", str(belt_config(tmp_path, source)), timeout=60)
+
+
+def test_a_parquet_column_named_twice_besides_the_text_is_read_from_its_first(tmp_path):
+    path = tmp_path / "joined.parquet"
+    columns = [pa.array(texts(3)), pa.array(["http://a.example/1", None, "http://a.example/3"]), pa.array(["x"] * 3)]
+    columns += [pa.array([1, 2, 3]), pa.array([4, 5, 6])]
+    pq.write_table(pa.Table.from_arrays(columns, names=["text", "url", "url", "n", "n"]), path)
+    rows = [row for table in read_parquet(str(path), 0, "web") for row in table.to_pylist()]
+    assert [(row["reason"], row["text"], row["url"]) for row in rows] == [
+        (None, texts(3)[0], "http://a.example/1"),
+        (None, texts(3)[1], None),
+        (None, texts(3)[2], "http://a.example/3"),
+    ]
+    assert validate(tmp_path, {"input": [str(path)]}).returncode == 0
+
+
+def test_two_text_columns_are_one_line_at_validate_and_one_named_reject_in_the_reader(tmp_path):
+    path = tmp_path / "two texts.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(texts(2)), pa.array(["b", "c"])], names=["text", "text"]), path)
+    result = validate(tmp_path, {"input": [str(path)]})
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip() == (
+        f"config error: sources[0].input: {str(path)!r} has 2 columns named 'text' (sources[0].text_field); "
+        "keep one, or name another column"
+    )
+    rows = [row for table in read_parquet(str(path), 0, "web") for row in table.to_pylist()]
+    assert [(row["reason"], row["detail"]) for row in rows] == [
+        ("read:malformed", f'{path}: 2 columns named "text" (columns: text, text)')
+    ]
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line_naming_it_escaped(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.jsonl").write_bytes(jsonl_bytes(2))
+    with open(os.fsencode(folder) + b"/caf\xe9.jsonl", "wb") as handle:  # a Latin-1 name
+        handle.write(jsonl_bytes(2))
+    result = validate(tmp_path, {"input": [str(folder)]})
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip() == (
+        f"config error: input {str(folder)!r}: the file name '{folder}/caf\\xe9.jsonl' is not UTF-8, "
+        "which the output's file columns hold; rename it (convmv -f latin1 -t utf8 --notest)"
+    )
+
+
+def test_a_folder_with_links_to_itself_is_listed_once_without_hanging(tmp_path):
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.jsonl").write_bytes(jsonl_bytes(2))
+    for name in ("up", "up again"):
+        (folder / "sub" / name).symlink_to("..")
+    (folder / "loop").symlink_to(".")
+    (folder / "b.jsonl").write_bytes(jsonl_bytes(3))
+    assert expand_inputs([str(folder)]) == [str(folder / "b.jsonl"), str(folder / "sub" / "a.jsonl")]
+    assert expand_inputs([str(folder / "**" / "a.jsonl")]) == [str(folder / "sub" / "a.jsonl")]
+    assert validate(tmp_path, {"input": [str(folder)]}).returncode == 0
+
+
+def wet_record(text: bytes, content_type: str, identified: str | None = None) -> bytes:
+    headers = [
+        "WARC-Type: conversion",
+        "WARC-Target-URI: http://a.example/",
+        "WARC-Date: 2024-01-01T00:00:00Z",
+        "WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>",
+        f"Content-Type: {content_type}",
+        *([f"WARC-Identified-Content-Charset: {identified}"] if identified else []),
+        f"Content-Length: {len(text)}",
+    ]
+    return ("WARC/1.0\r\n" + "\r\n".join(headers) + "\r\n\r\n").encode() + text + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "content_type, identified",
+    [("text/plain; charset=iso-8859-1", None), ("text/plain", "windows-1252"), ("text/plain; charset=bogus", None)],
+)
+def test_a_wet_records_declared_charset_decodes_its_text(tmp_path, content_type, identified):
+    text = "Café, naïve, señor: a page in Latin-1."
+    path = tmp_path / "latin.warc.wet"
+    path.write_bytes(wet_record(text.encode("latin-1"), content_type, identified))
+    rows = [row for table in read_warc(str(path), 0, "web") for row in table.to_pylist()]
+    expected = text if "bogus" not in content_type else text.encode("latin-1").decode("utf-8", "replace")
+    assert [(row["reason"], row["text"]) for row in rows] == [(None, expected)]
+
+
+def test_a_warc_zst_frame_flushed_per_record_and_cut_keeps_every_whole_record(tmp_path):
+    data = (ROOT / "tests" / "fixtures" / "warc" / "crawl-00002.warc").read_bytes()
+    starts = [at for at in range(len(data)) if data.startswith(b"WARC/1.0\r\n", at)] + [len(data)]
+    compressor = zstd.ZstdCompressor()  # one frame, a block flushed after each record, as a streaming writer does
+    frame = b"".join(
+        compressor.compress(data[a:b], zstd.ZstdCompressor.FLUSH_BLOCK) for a, b in zip(starts, starts[1:])
+    )
+    frame += compressor.flush()
+    plain, cut = tmp_path / "crawl.warc", tmp_path / "cut.warc.zst"
+    plain.write_bytes(data[: starts[-2]])  # every record but the last
+    cut.write_bytes(frame[:-30])  # the end of the last record's block and of the frame
+    whole = [(r["reason"], r["url"], r["text"]) for t in read_warc(str(plain), 0, "web") for r in t.to_pylist()]
+    rows = [r for t in read_warc(str(cut), 0, "web") for r in t.to_pylist()]
+    assert [(r["reason"], r["url"], r["text"]) for r in rows[:-1]] == whole
+    assert rows[-1]["reason"] == "read:malformed" and "zstd frame cut short" in rows[-1]["detail"]
+    assert [r["offset"] for r in rows] == sorted(set(r["offset"] for r in rows))
+
+
+def test_a_parquet_file_cut_short_in_a_folder_is_one_named_reject_not_a_stop(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "good.jsonl").write_bytes(jsonl_bytes(2))
+    whole = parquet_bytes(tmp_path)
+    (folder / "cut.parquet").write_bytes(whole[: len(whole) // 2])  # its footer, the schema, is gone
+    assert validate(tmp_path, {"input": [str(folder)]}).returncode == 0
+    rows = [row for table in read_parquet(str(folder / "cut.parquet"), 0, "web") for row in table.to_pylist()]
+    assert [row["reason"] for row in rows] == ["read:malformed"]
+    assert rows[0]["detail"].startswith(f"{folder / 'cut.parquet'}: not a Parquet file")
