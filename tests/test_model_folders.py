@@ -141,15 +141,15 @@ def test_the_token_limit_is_the_smaller_of_the_tokenizers_and_the_models_positio
 def test_a_slow_tokenizer_is_stopped_at_the_time_limit_and_its_document_rejected(tmp_path):
     hostile.slow_tokenizer(tmp_path)
     slow = ("a" * 26 + " ") * 80  # seconds in its regular expression (Rust: no signal stops it)
-    texts = [DOCUMENT, slow, "the river"]
+    texts = [DOCUMENT, "the river", slow]  # last: no second child to start for the texts after it
     stage = TransformerScore(TransformerScorer(str(tmp_path / "model"), timeout_s=0.3), "hq")
     out = stage(ledger_table(texts))
-    assert out["reason"].to_pylist() == [None, "hq:timeout", None]
-    assert out["detail"].to_pylist()[1] == "tokenizing took over 0.3 s"
+    assert out["reason"].to_pylist() == [None, None, "hq:timeout"]
+    assert out["detail"].to_pylist()[2] == "tokenizing took over 0.3 s"
     scores = out["score_hq"].to_pylist()
-    assert scores[1] is None and all(0 <= scores[i] <= 1 for i in (0, 2))
-    fast = TransformerScorer(str(tmp_path / "model"), timeout_s=None).score([DOCUMENT, "the river"])[0]
-    assert [scores[0], scores[2]] == pytest.approx(fast, abs=1e-6)  # the child's ids are the tokenizer's
+    assert scores[2] is None and all(0 <= score <= 1 for score in scores[:2])
+    fast = TransformerScorer(str(tmp_path / "model"), timeout_s=None).score(texts[:2])[0]
+    assert scores[:2] == pytest.approx(fast, abs=1e-6)  # the child's ids are the tokenizer's
 
 
 def test_every_file_of_a_model_folder_is_in_the_fingerprint_and_a_worker_reloads_a_changed_one(tmp_path):
@@ -180,6 +180,7 @@ def test_train_classifier_never_runs_an_encoders_code_nor_reads_stdin(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_train_classifier_clamps_max_tokens_and_pads_with_the_end_token(tmp_path):
     encoder = hostile.model_folder(tmp_path / "enc", {"architectures": ["BertModel"]})
     tokenizer_config(encoder, pad_token=None, eos_token="[SEP]", model_max_length=None)  # 128 positions
