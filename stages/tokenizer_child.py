@@ -119,6 +119,7 @@ def tokenize_in_child(settings: dict, texts: list[str], timeout_s: float) -> lis
         while len(results) < len(texts):  # a child per round; a new round after one was stopped
             child = _children.get(key)
             if child is None or not child.usable():
+                _stop_older(settings)
                 child = _children[key] = _Child(settings)
             child.send(texts[len(results) :])
             while len(results) < len(texts):
@@ -138,6 +139,15 @@ def tokenize_in_child(settings: dict, texts: list[str], timeout_s: float) -> lis
                 else:
                     results.append(np.frombuffer(result[1:], dtype=np.int32).tolist())
     return results
+
+
+def _stop_older(settings: dict) -> None:
+    """Stop this process's children of the same folder (its files changed since: their stamp); forget those of a
+    process this one was forked from (theirs to stop)."""
+    for key in [key for key in _children if dict(key)["folder"] == settings["folder"]]:
+        child = _children.pop(key)
+        if child.parent == os.getpid():
+            child.stop()
 
 
 def _die_with_parent(parent: int) -> None:
