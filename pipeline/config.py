@@ -255,6 +255,7 @@ class TransformersScorerConfig:
     threshold: float | None = None  # reject below this score; None: score only
     max_chars: int = 10_000  # of each text, before tokenizing
     max_tokens: int = 512  # tokens per text, the special ones included
+    timeout_s: float | None = 10.0  # per text, tokenizing (in a child process): past it, NAME:timeout; null: no limit
     batch_size: int = 32  # texts per forward pass (sorted by length, padded per batch)
     num_gpus: float = 0  # per actor; 0: the model runs on the CPU, in fp32; on a GPU under bf16 autocast
     num_cpus: float = 1  # per actor

@@ -359,9 +359,17 @@ def _file_paths(value) -> list[str]:
     """The files a `files` key names: a path, a list of paths, or a list of entries with a `path` (eval sets)."""
     if not value:
         return []
-    if isinstance(value, str):
-        return [value]
-    return [entry["path"] if isinstance(entry, dict) else entry for entry in value]
+    paths = (
+        [value] if isinstance(value, str) else [entry["path"] if isinstance(entry, dict) else entry for entry in value]
+    )
+    return [file for path in paths for file in _folder_files(path)]
+
+
+def _folder_files(path: str) -> list[str]:
+    """A file, or every file of a folder (a transformers model's: a file copied over one of them is seen)."""
+    if not os.path.isdir(path):
+        return [path]
+    return sorted(os.path.join(root, name) for root, _, names in os.walk(path) for name in names)
 
 
 def content_digest(path: str) -> str | None:

@@ -356,6 +356,7 @@ def _runner(stage: Stage, config):
             batch_size=settings.batch_size,
             device="cuda" if settings.num_gpus else "cpu",
             threads=max(1, int(settings.num_cpus)),
+            timeout_s=settings.timeout_s,
         )
         return TransformerScore(model, name, settings.threshold)
     if stage.entry.get("kind") == "combine":

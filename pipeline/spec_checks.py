@@ -221,18 +221,19 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
     settings.model = resolve_path(settings.model, base)
     if not os.path.isfile(os.path.join(settings.model, "config.json")):
         raise ConfigError(f"{key}.model: {settings.model!r} is not a model folder (no config.json in it)")
-    try:
-        labels, regression = model_scorer.model_head(settings.model)
-    except (ValueError, KeyError, TypeError) as error:
-        raise ConfigError(f"{key}.model: {settings.model}/config.json: {error}") from None
-    if settings.label is not None and (regression or settings.label not in labels):
-        has = "a regression head, no labels" if regression else f"the labels {', '.join(labels)}"
-        raise ConfigError(f"{key}.label: {settings.label!r} is not a label of {settings.model!r} (it has {has})")
     for name in ("max_chars", "max_tokens", "batch_size", "concurrency"):
         _check_number(getattr(settings, name), f"{key}.{name}", "a whole number above 0", lambda v: v == int(v) > 0)
+    _check_number(settings.timeout_s, f"{key}.timeout_s", "seconds above 0, or null", lambda v: v > 0)
+    labels, problem = _checked_model(settings, key)
+    if settings.label is not None and (problem == "regression" or settings.label not in labels):
+        has = "a regression head, no labels" if problem == "regression" else f"the labels {', '.join(labels)}"
+        raise ConfigError(f"{key}.label: {settings.label!r} is not a label of {settings.model!r} (it has {has})")
+    if problem == "regression":  # a regression head's output has any range (FineWeb-Edu's: 0 to 5)
+        _check_number(settings.threshold, f"{key}.threshold", "a number", lambda v: True)
+    else:
+        _check_number(settings.threshold, f"{key}.threshold", "a probability in [0, 1] for a classifier", _fraction)
     _check_number(settings.num_cpus, f"{key}.num_cpus", "CPUs above 0", lambda v: v > 0)
     _check_number(settings.num_gpus, f"{key}.num_gpus", "GPUs, 0 or more", lambda v: v >= 0)
-    _check_number(settings.threshold, f"{key}.threshold", "a number", lambda v: True)
     if engine == "spark" and settings.num_gpus:
         raise ConfigError(
             f"{key}.num_gpus: on engine: spark the transformers scorer runs in the executors' CPU tasks; give "
@@ -240,6 +241,27 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
         )
     entry.update(dataclasses.asdict(settings))  # the folder, resolved
     return spec.Stage(spec.scorer_spec(entry["scorer"], entry), None, entry)
+
+
+def _fraction(value) -> bool:
+    return 0 <= value <= 1
+
+
+def _checked_model(settings: TransformersScorerConfig, key: str) -> tuple[list[str], str]:
+    """The model folder's labels and problem type, after the checks a worker makes before loading it
+    (stages/model_files.py), and its tokenizer's: a pad token (or an end token to pad with), and room in
+    `max_tokens` for a text's special tokens."""
+    try:
+        tokenizer = model_scorer.load_tokenizer(str(settings.model))
+    except StageError as error:
+        raise ConfigError(f"{key}.model: {error}") from None
+    specials = tokenizer.num_special_tokens_to_add()
+    if settings.max_tokens <= specials:
+        raise ConfigError(
+            f"{key}.max_tokens: {settings.max_tokens} leaves no room for text after the model's {specials} special "
+            "tokens"
+        )
+    return model_scorer.model_head(str(settings.model))
 
 
 def _combine_scorer(entry: dict, key: str):

@@ -231,8 +231,10 @@ def train_transformers(examples: Examples, train: np.ndarray, out: Path, args) -
     labels (None for a regression head)."""
     try:
         import torch
-        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
         from transformers.utils import logging as transformers_logging
+
+        from stages import model_files
     except ImportError:
         raise TrainingError(
             "--kind transformers needs the classify extra: .venv/bin/python -m pip install -e '.[classify]'"
@@ -243,15 +245,19 @@ def train_transformers(examples: Examples, train: np.ndarray, out: Path, args) -
     transformers_logging.disable_progress_bar()
     labels = sorted(set(examples.labels)) if examples.labels is not None else None
     names = dict(enumerate(labels or ["score"]))
-    config = AutoConfig.from_pretrained(args.encoder, local_files_only=True)
-    config.problem_type = None  # the encoder's own head, if it has one, is replaced: no check against it
-    config.id2label, config.label2id = names, {name: i for i, name in names.items()}
-    config.problem_type = "regression" if labels is None else "single_label_classification"
+    problem = "regression" if labels is None else "single_label_classification"
+    head = {"id2label": names, "label2id": {name: i for i, name in names.items()}, "problem_type": problem}
+    tokenizer, config = _encoder_parts(args.encoder, head)
     torch.manual_seed(args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(args.encoder, local_files_only=True)
     model = AutoModelForSequenceClassification.from_pretrained(
-        args.encoder, config=config, local_files_only=True, ignore_mismatched_sizes=True
+        args.encoder,
+        config=config,
+        local_files_only=True,
+        ignore_mismatched_sizes=True,
+        trust_remote_code=False,
+        use_safetensors=True,
     )
+    max_tokens = min(args.max_tokens, model_files.position_limit(tokenizer, config))  # no more than its positions
     if args.freeze:
         model.base_model.requires_grad_(False)
     if labels is None:
@@ -267,7 +273,7 @@ def train_transformers(examples: Examples, train: np.ndarray, out: Path, args) -
             encoded = tokenizer(
                 [texts[i] for i in batch],
                 truncation=True,
-                max_length=args.max_tokens,
+                max_length=max_tokens,
                 padding=True,
                 return_tensors="pt",
             )
@@ -277,6 +283,31 @@ def train_transformers(examples: Examples, train: np.ndarray, out: Path, args) -
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return labels
+
+
+def _encoder_parts(encoder: str, head: dict):
+    """The encoder folder's tokenizer (padding with its end token if it has no pad token) and its config with
+    the new head, after the checks a scorer's folder gets (stages/model_files.py): nothing in it runs
+    (trust_remote_code=False, stdin never read), its config matches its weights."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from stages import model_files
+
+    try:
+        model_files.check_model_folder(encoder, head=False, config_changes=head)
+        config = AutoConfig.from_pretrained(encoder, local_files_only=True, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(encoder, local_files_only=True, trust_remote_code=False)
+        model_files.pad_with_end_token(tokenizer)
+    except model_files.ModelFolderError as error:
+        raise TrainingError(f"--encoder: {encoder}: {error}") from None
+    except Exception as error:  # broken files: one line, not a traceback
+        first = str(error).strip().split("\n")[0]
+        raise TrainingError(f"--encoder: {encoder} does not load: {type(error).__name__}: {first}") from None
+    config.problem_type = None  # the encoder's own head, if it has one, is replaced: no check against it
+    config.id2label, config.label2id, config.problem_type = head["id2label"], head["label2id"], head["problem_type"]
+    if config.pad_token_id is None:
+        config.pad_token_id = tokenizer.pad_token_id
+    return tokenizer, config
 
 
 # ---------------------------------------------------------------------------------------------
