@@ -538,7 +538,9 @@ def train_classifier(args) -> dict:
     train, held = split(examples.texts, args.held_out, args.seed)
     check_training_share(examples, train, args.held_out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    build = out.parent / f".{out.name}.building-{os.getpid()}"  # mkdir, not mkdtemp: the umask's permissions
+    shutil.rmtree(build, ignore_errors=True)  # a killed run's, whose process id this one has
+    build.mkdir()
     try:
         metrics = train_and_score(examples, train, held, build, args)
         (build / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
