@@ -105,7 +105,7 @@ def test_a_transformers_head_from_labelled_records_and_from_scores(tmp_path, par
     assert (tmp_path / "edu2" / weights).read_bytes() == (tmp_path / "edu" / weights).read_bytes(), again.stderr
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     good, bad = (ROOT / "configs" / "classifier" / f"{name}.txt" for name in ("good", "bad"))
     (tmp_path / "broken.jsonl").write_text('{"text": "one", "label": "a"}\n{"text": "two", "label": "b"}\nnot json\n')
     (tmp_path / "unlabelled.jsonl").write_text('{"text": "one"}\n')
@@ -122,7 +122,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (["--positive", str(good), "--negative", str(good), "--held-out", "1.5"], r"--held-out: expected a share in \(0, 1\), got 1\.5"),
     ]  # fmt: skip
     for arguments, message in cases:
-        done = cli("train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
         assert done.returncode == 2 and done.stdout == "", (arguments, done.stderr)
         assert re.fullmatch(f"train-classifier: {message}\n", done.stderr), done.stderr
     (tmp_path / "a-file").write_text("")
@@ -184,12 +184,22 @@ def labelled(path, labels):
     return jsonl(path, [{"text": words(i, "t"), "label": label} for i, label in enumerate(labels)])
 
 
+def cli_here(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`python -m pipeline ARGS` in this process: for commands that end before any training (no process start)."""
+    from pipeline.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
 def one_line(done, message: str) -> None:
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert re.fullmatch(f"train-classifier: {message}\n", done.stderr), done.stderr
 
 
-def test_hostile_examples_and_options_are_one_line_naming_file_and_row(tmp_path):
+def test_hostile_examples_and_options_are_one_line_naming_file_and_row(tmp_path, capsys):
     good, bad = write_lines(tmp_path / "good.txt", [words(i, "g") for i in range(6)]), None
     bad = tmp_path / "bad.txt"
     bad.write_text("".join(words(i, "b") + "\n" for i in range(6)) + "word " * 2_000_001 + "\n")
@@ -218,7 +228,8 @@ def test_hostile_examples_and_options_are_one_line_naming_file_and_row(tmp_path)
     four = labelled(tmp_path / "four.jsonl", ["a", "b", "a", "b"])
     cases.append((["--data", four, "--label-field", "label", "--held-out", "0.9"], r"--held-out 0\.9 leaves 0 of 4 examples to train on, with 0 labels: training needs two labels"))  # fmt: skip
     for arguments, message in cases:
-        one_line(cli("train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out")), message)
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
+        one_line(done, message)
         assert not (tmp_path / "out").exists()
 
 
