@@ -184,6 +184,11 @@ def train_classifier_command(args) -> int:
     except OSError as exc:  # --out cannot be written
         print(f"train-classifier: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the model is built beside --out, which a stopped training leaves untouched
+        print(
+            "train-classifier: interrupted; --out is as it was (run the same command again to train)", file=sys.stderr
+        )
+        return 130
     held = ", ".join(
         f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
         for key, value in metrics["held_out"].items()

@@ -5,7 +5,10 @@ Two recipes for the data:
     `--negative` files (crawl text), labelled `hq` and `cc`;
   - labelled or rated (FineWeb-Edu's): `--data` JSONL/Parquet with a text and a `--label-field` per record, or
     a numeric `--score-field` (an LLM's rating).
-Text files hold one example per non-blank line; JSONL and Parquet files one per record (`--text-field`).
+Text files hold one example per non-blank line; JSONL and Parquet files one per record (`--text-field`), told
+apart by their names as a source's `format: auto` tells them (.jsonl/.ndjson/.json, .parquet; gzip or zstd by
+their bytes). Files are read as the belt's readers read them: lines in bounded chunks, a Parquet file's needed
+columns only, a row group at a time, with the same limits; what passes a limit is one line naming file and row.
 
 Two kinds of model:
   - fasttext: a supervised fastText model (word n-grams), trained by fastText itself, which cannot share an
@@ -13,26 +16,51 @@ Two kinds of model:
     folder setup.sh installs it in (FASTTEXT_TRAINER). A numeric score becomes hq at `--cut` and above, else cc.
   - transformers: a classification (labels) or regression (scores) head on a local Hugging Face encoder,
     the encoder frozen (`--freeze`) or trained with it.
-A share of the examples (`--held-out`) is kept out of training; the held-out metrics are printed and written
-beside the model (metrics.json), computed with the belt's own scorer. Deterministic for a `--seed`.
+A share of the examples (`--held-out`, by a seeded hash of each text, so that copies of a text stay on one
+side) is kept out of training; the held-out metrics are printed and written beside the model (metrics.json),
+computed with the belt's own scorer. Deterministic for a `--seed`. The model is built in a sibling folder and
+then takes `--out`'s place: `--out` is replaced only when empty or a model folder this command wrote (its
+`.crawlbelt` marker), never the encoder's folder.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from backports import zstd
+
+from pipeline.config import Source, input_format
+from pipeline.storage import MARKER, marker_text
+from stages.compressed import is_zstd_file
+from stages.parquet_pages import page_sizes
+from stages.read_text import _MISSING, _field, _json_object, _lines, column_type, text_column_problem
+from stages.warc_read import BATCH_BYTES, MAX_FIELD_BYTES
 
 FASTTEXT_TRAINER = Path(sys.prefix) / "fasttext-trainer"  # fastText 0.9.3 with its training API (setup.sh)
 POSITIVE, NEGATIVE = "hq", "cc"
+MAX_TEXT_BYTES = 10_000_000  # a line or text, as read.max_payload_mb's default
+MAX_RECORDS = 10_000_000  # lines or rows read in all: a file cannot make the reading loop for ever
+MAX_DATA_BYTES = 2_000_000_000  # of example text held in memory in all
+MAX_LABELS = 1000
+MAX_SEED = 2**31 - 1  # fastText's seed is a C int
+OUT_KIND = "classifier"  # the kind in the `.crawlbelt` marker of a model folder (a run refuses such a folder)
 
 
 class TrainingError(ValueError):
@@ -46,74 +74,270 @@ class Examples:
     scores: list[float] | None = None  # one per text
 
 
-def read_texts(path: str, text_field: str) -> list[str]:
-    """The examples of one file: a line each (text files), or a record each (.jsonl, .parquet)."""
-    if not os.path.isfile(path):
-        raise TrainingError(f"{path}: no such file")
-    if path.endswith((".jsonl", ".parquet")):
-        return [str(value) for value in read_records(path, text_field, [text_field])[text_field]]
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return [line.strip() for line in f if line.strip()]
+class Budget:
+    """What the files read so far hold, against the bounds on records and bytes held."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.bytes = 0
+
+    def add(self, path: str, records: int, size: int = 0) -> None:
+        self.records += records
+        self.bytes += size
+        if self.records > MAX_RECORDS:
+            raise TrainingError(f"{path}: the examples pass {MAX_RECORDS} lines or rows in all")
+        if self.bytes > MAX_DATA_BYTES:
+            raise TrainingError(f"{path}: the examples pass {MAX_DATA_BYTES} bytes of text in all")
 
 
-def read_records(path: str, text_field: str, fields: list[str]) -> dict[str, list]:
-    """The `fields` of every record of a JSONL or Parquet file that has a text; a record without one of the
-    fields, or a line that is not JSON, stops here with the file and line."""
-    if not os.path.isfile(path):
-        raise TrainingError(f"{path}: no such file")
-    if path.endswith(".parquet"):
-        table = pq.read_table(path)
-        missing = [name for name in fields if name not in table.column_names]
-        if missing:
-            raise TrainingError(f"{path}: no column {missing[0]!r} (it has {', '.join(table.column_names)})")
-        rows = table.select(fields).to_pylist()
-    elif path.endswith(".jsonl"):
-        rows = []
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError as error:
-                    raise TrainingError(f"{path}:{number}: not a JSON record ({error})") from None
-                if not isinstance(record, dict) or any(name not in record for name in fields):
-                    raise TrainingError(f"{path}:{number}: the record has no {' and '.join(map(repr, fields))}")
-                rows.append(record)
+def file_format(path: str) -> str:
+    """ "jsonl", "parquet" or "text" (one example a line), by the name, as a source's `format: auto`."""
+    found = input_format(path, Source())
+    return "text" if found == "warc" else found
+
+
+def read_texts(path: str, text_field: str, budget: Budget | None = None) -> list[str]:
+    """The examples of one file: a line each (text files), or a record each (JSON lines, Parquet)."""
+    if file_format(path) != "text":
+        return read_records(path, text_field, [text_field], budget)[text_field]
+    texts = []
+    budget = budget or Budget()
+    for _, data in file_lines(path, budget):
+        text = data.decode("utf-8", errors="replace").strip()
+        if text:
+            budget.add(path, 0, len(text))
+            texts.append(text)
+    return texts
+
+
+def read_records(path: str, text_field: str, fields: list[str], budget: Budget | None = None) -> dict[str, list]:
+    """The `fields` of every record of a JSONL or Parquet file that has a text (`fields[0]` is the text), with
+    "where" (the file and line or row of each); a record without one of the fields, or a line that is not a
+    JSON object, stops here with the file and line."""
+    budget = budget or Budget()
+    found = file_format(path)
+    if found == "parquet":
+        records = parquet_records(path, fields, budget)
+    elif found == "jsonl":
+        records = jsonl_records(path, fields, budget)
     else:
-        raise TrainingError(f"{path}: --data takes .jsonl or .parquet files")
-    rows = [row for row in rows if isinstance(row[text_field], str) and row[text_field].strip()]
-    return {name: [row[name] for row in rows] for name in fields}
+        raise TrainingError(f"{path}: --data takes JSON lines (.jsonl, .ndjson, .json) or .parquet files")
+    columns: dict[str, list] = {name: [] for name in [*fields, "where"]}
+    for where, values in records:
+        text = values[0]
+        if text is None or not isinstance(text, str):
+            raise TrainingError(f"{where}: {text_field!r} is {json_kind(text)}, not a string")
+        if not text.strip():
+            continue
+        budget.add(path, 0, len(text))
+        for name, value in zip(fields, values):
+            columns[name].append(value)
+        columns["where"].append(where)
+    return columns
+
+
+def decompressed(handle: BinaryIO) -> Callable[[int], bytes]:
+    """A read function of the file's decompressed bytes: gzip or zstd told by the first bytes, as the belt's."""
+    head = handle.read(4)
+    handle.seek(0)
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=handle).read1
+    if is_zstd_file(head):
+        return zstd.ZstdFile(handle).read1
+    return handle.read
+
+
+def file_lines(path: str, budget: Budget) -> Iterator[tuple[str, bytes]]:
+    """("FILE:LINE", the line's bytes) of each line, read in bounded chunks; a line over MAX_TEXT_BYTES, or a
+    compressed stream that breaks, stops here naming the file and line."""
+    if not os.path.isfile(path):
+        raise TrainingError(f"{path}: no such file")
+    with open(path, "rb") as handle:
+        for line in _lines(decompressed(handle), MAX_TEXT_BYTES, "compressed"):
+            where = f"{path}:{line.number}"
+            if line.broken is not None:
+                raise TrainingError(f"{where}: {line.broken}")
+            if line.data is None:
+                raise TrainingError(f"{where}: a line of {line.size} bytes, over the {MAX_TEXT_BYTES}-byte limit")
+            budget.add(path, 1)
+            yield where, line.data
+
+
+def jsonl_records(path: str, fields: list[str], budget: Budget) -> Iterator[tuple[str, list]]:
+    for where, data in file_lines(path, budget):
+        if not data.strip():
+            continue
+        record, problem = _json_object(data, first=where.endswith(":1"))
+        if record is None:
+            raise TrainingError(f"{where}: {problem}")
+        values = [_field(record, name) for name in fields]
+        if any(value is _MISSING for value in values):
+            raise TrainingError(f"{where}: the record has no {' and '.join(map(repr, fields))}")
+        yield where, values
+
+
+def parquet_records(path: str, fields: list[str], budget: Budget) -> Iterator[tuple[str, list]]:
+    """The `fields` of each row, read as the belt's Parquet reader reads: only these columns, a row group at a
+    time, a page that would inflate past the limits refused before pyarrow decompresses it, few rows a batch."""
+    if not os.path.isfile(path):
+        raise TrainingError(f"{path}: no such file")
+    with open(path, "rb") as handle:
+        try:
+            parquet = pq.ParquetFile(handle, page_checksum_verification=True)
+        except Exception as error:  # pyarrow's ArrowInvalid for bytes that are not Parquet
+            raise TrainingError(f"{path}: not a Parquet file ({one_line(error)})") from None
+        schema, metadata = parquet.schema_arrow, parquet.metadata
+        problem = text_column_problem(schema, fields[0])
+        missing = [name for name in fields[1:] if column_type(schema, name) is None]
+        if problem is None and missing:
+            problem = f'no column "{missing[0]}" (columns: {", ".join(schema.names)})'
+        if problem is not None:
+            raise TrainingError(f"{path}: {problem}")
+        budget.add(path, metadata.num_rows)  # declared: checked before any row is read
+        read = sorted({name.split(".")[0] if name not in schema.names else name for name in fields})
+        offset = 0
+        for group in range(metadata.num_row_groups):
+            rows = batch_rows(handle, metadata.row_group(group), read, path, group)
+            try:
+                for batch in parquet.iter_batches(batch_size=rows, row_groups=[group], columns=read):
+                    columns = [column_values(batch, name, path, offset) for name in fields]
+                    for i, values in enumerate(zip(*columns)):
+                        yield f"{path} row index {offset + i}", list(values)
+                    offset += batch.num_rows
+            except (OSError, pa.ArrowException) as error:  # a corrupt page, a checksum that fails
+                raise TrainingError(f"{path}: row group {group} unreadable ({one_line(error)})") from None
+
+
+def batch_rows(handle, group: pq.RowGroupMetaData, read: list[str], path: str, index: int) -> int:
+    """How many rows of a row group to decode at once: a batch within BATCH_BYTES, counting each row as large
+    as a dictionary page (a value repeated by every row); a page made to inflate past the limits is refused."""
+    chunks = [group.column(i) for i in range(group.num_columns)]
+    chunks = [chunk for chunk in chunks if chunk.path_in_schema.split(".")[0] in read]
+    declared = [page_sizes(handle, chunk) for chunk in chunks]
+    largest = max((bomb for _, bomb in declared), default=0)
+    limit = max(BATCH_BYTES, MAX_TEXT_BYTES)
+    if largest > limit:
+        raise TrainingError(f"{path}: row group {index} holds a page inflating to {largest} bytes, over the {limit}")
+    size = sum(chunk.total_uncompressed_size for chunk in chunks)
+    per_row = max(size / max(1, group.num_rows), max((first for first, _ in declared), default=0), 1)
+    return max(1, min(1024, int(BATCH_BYTES // per_row)))
+
+
+def column_values(batch: pa.RecordBatch, name: str, path: str, offset: int) -> list:
+    """Column `name` (dotted: a struct's field) of the batch as Python values; a string over MAX_TEXT_BYTES
+    stops here naming its row."""
+    top, *parts = [name] if name in batch.schema.names else name.split(".")
+    array = batch.column(top)
+    for part in parts:
+        array = pc.struct_field(array, part)
+    if pa.types.is_dictionary(array.type):  # at most a batch of rows, each counted as large as the dictionary
+        array = array.dictionary_decode()
+    if _is_string(array.type):
+        sizes = pc.fill_null(pc.binary_length(array), 0).to_numpy(zero_copy_only=False)
+        over = np.flatnonzero(sizes > MAX_TEXT_BYTES)
+        if len(over):
+            where, size = f"{path} row index {offset + int(over[0])}", int(sizes[over[0]])
+            raise TrainingError(f"{where}: {name!r} of {size} bytes, over the {MAX_TEXT_BYTES}-byte limit")
+    values = array.to_pylist()
+    return [value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value for value in values]
+
+
+def _is_string(type_: pa.DataType) -> bool:
+    kinds = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    return any(is_type(type_) for is_type in kinds)
+
+
+def one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
+
+
+JSON_KINDS = {type(None): "null", bool: "true or false", list: "an array", dict: "an object"}
+
+
+def json_kind(value) -> str:
+    """What a JSON (or Parquet) value is, in the words of the belt's read:malformed details."""
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "an integer"
+    return JSON_KINDS.get(type(value), "a string" if isinstance(value, str) else type(value).__name__)
+
+
+def shown(value, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Examples
 
 
 def load_examples(args) -> Examples:
+    budget = Budget()
     if args.data:
         if (args.label_field is None) == (args.score_field is None):
             raise TrainingError("--data needs --label-field (labels) or --score-field (numeric scores), one of them")
         field = args.label_field or args.score_field
-        columns: dict[str, list] = {args.text_field: [], field: []}
+        texts, values, wheres = [], [], []
         for path in args.data:
-            for name, values in read_records(path, args.text_field, [args.text_field, field]).items():
-                columns[name] += values
-        texts, values = columns[args.text_field], columns[field]
+            columns = read_records(path, args.text_field, [args.text_field, field], budget)
+            texts += columns[args.text_field]
+            values += columns[field]
+            wheres += columns["where"]
         if args.label_field:
-            return Examples(texts, labels=[str(value) for value in values])
-        bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
-        if bad:
-            raise TrainingError(f"--score-field {field!r}: expected numbers, got {bad[0]!r}")
-        return Examples(texts, scores=[float(value) for value in values])
+            labels = [label_text(value, where, field) for value, where in zip(values, wheres)]
+            count = len(set(labels))
+            if count > MAX_LABELS:
+                raise TrainingError(
+                    f"{count} labels, over the {MAX_LABELS} a classifier may have (--label-field {field!r})"
+                )
+            return Examples(texts, labels=labels)
+        return Examples(texts, scores=[score_number(value, where, field) for value, where in zip(values, wheres)])
     if not args.positive or not args.negative:
         raise TrainingError("give --positive and --negative files (reference against crawl), or --data")
-    positive = [text for path in args.positive for text in read_texts(path, args.text_field)]
-    negative = [text for path in args.negative for text in read_texts(path, args.text_field)]
+    for path in [*args.positive, *args.negative]:
+        if not os.path.isfile(path):
+            raise TrainingError(f"{path}: no such file")
+    for path in args.negative:
+        if any(os.path.samefile(path, positive) for positive in args.positive):
+            raise TrainingError(f"{path}: given as --positive and as --negative")
+    positive = [text for path in args.positive for text in read_texts(path, args.text_field, budget)]
+    negative = [text for path in args.negative for text in read_texts(path, args.text_field, budget)]
     return Examples(positive + negative, labels=[POSITIVE] * len(positive) + [NEGATIVE] * len(negative))
 
 
-def split(count: int, held_out: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Training and held-out positions: a seeded shuffle, the held-out share at its end."""
-    order = np.random.default_rng(seed).permutation(count)
-    held = max(1, round(count * held_out))
-    return np.sort(order[:-held]), np.sort(order[-held:])
+def label_text(value, where: str, field: str) -> str:
+    """A record's label: a string, or an integer as its digits (1 is "1"); one word, as fastText's label syntax
+    needs (a label with white space would train one label and be scored as another)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise TrainingError(
+            f"{where}: --label-field {field!r} is {json_kind(value)}; a label is a string or an integer"
+        )
+    if len(value.encode("utf-8", errors="replace")) > MAX_FIELD_BYTES:
+        raise TrainingError(f"{where}: a label of over {MAX_FIELD_BYTES} bytes")
+    if not value or value.split() != [value]:
+        raise TrainingError(f"{where}: the label {shown(value)} holds white space; a label is one word")
+    return value
+
+
+def score_number(value, where: str, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TrainingError(f"{where}: --score-field {field!r} is {shown(value)}, not a number")
+    return float(value)
+
+
+def split(texts: list[str], held_out: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Training and held-out positions: the examples ordered by a seeded hash of their text (white space
+    normalised), the first share held out; copies of a text hash alike, so all of them land on one side."""
+    key = seed.to_bytes(8, "little")
+    hashes = [hashlib.blake2b(" ".join(text.split()).encode(), digest_size=8, key=key).digest() for text in texts]
+    order = sorted(range(len(texts)), key=lambda i: (hashes[i], i))
+    cut = max(1, round(len(texts) * held_out))
+    while cut < len(order) and hashes[order[cut]] == hashes[order[cut - 1]]:  # the last held text's copies
+        cut += 1
+    return np.sort(np.array(order[cut:], dtype=np.int64)), np.sort(np.array(order[:cut], dtype=np.int64))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,26 +345,28 @@ def split(count: int, held_out: float, seed: int) -> tuple[np.ndarray, np.ndarra
 
 
 def label_metrics(truth: list[str], predicted: list[str], probabilities: np.ndarray, labels: list[str]) -> dict:
-    """Accuracy, macro-F1 and AUC (of the positive label with two labels, else the mean one-against-rest)."""
+    """Accuracy, macro-F1 and AUC (of the positive label with two labels, else the mean one-against-rest):
+    counted in one pass over the examples, then one AUC per label."""
+    true_positives = Counter(t for t, p in zip(truth, predicted) if t == p)
+    truths, predictions = Counter(truth), Counter(predicted)
     f1s = []
-    for label in labels:
-        tp = sum(t == label and p == label for t, p in zip(truth, predicted))
-        fp = sum(t != label and p == label for t, p in zip(truth, predicted))
-        fn = sum(t == label and p != label for t, p in zip(truth, predicted))
-        f1s.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    aucs = [auc([t == label for t in truth], probabilities[:, i]) for i, label in enumerate(labels)]
+    for label in labels:  # 2tp / (2tp + fp + fn), fp + tp = predicted as the label, fn + tp = truly the label
+        tp = true_positives[label]
+        f1s.append(2 * tp / (predictions[label] + truths[label]) if tp else 0.0)
+    truth_array = np.asarray(truth, dtype=object)
+    aucs = [auc(truth_array == label, probabilities[:, i]) for i, label in enumerate(labels)]
     defined = [a for a in aucs if a is not None]
     return {
         "examples": len(truth),
-        "accuracy": sum(t == p for t, p in zip(truth, predicted)) / len(truth),
+        "accuracy": sum(true_positives.values()) / len(truth),
         "macro_f1": sum(f1s) / len(f1s),
         "auc": (aucs[-1] if len(labels) == 2 else (sum(defined) / len(defined) if defined else None)),
     }
 
 
-def auc(positive: list[bool], scores: np.ndarray) -> float | None:
+def auc(positive, scores: np.ndarray) -> float | None:
     """The probability that a positive example scores above a negative one (ties count half); None without both."""
-    positive_array = np.asarray(positive)
+    positive_array = np.asarray(positive, dtype=bool)
     n_pos, n_neg = int(positive_array.sum()), int((~positive_array).sum())
     if not n_pos or not n_neg:
         return None
@@ -151,15 +377,9 @@ def auc(positive: list[bool], scores: np.ndarray) -> float | None:
 def _ranks(values: np.ndarray) -> np.ndarray:
     """1-based ranks, ties given their mean rank."""
     order = np.argsort(values, kind="stable")
+    _, first, counts = np.unique(values[order], return_index=True, return_counts=True)
     ranks = np.empty(len(values))
-    sorted_values = values[order]
-    start = 0
-    while start < len(values):
-        end = start
-        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
-            end += 1
-        ranks[order[start : end + 1]] = (start + end) / 2 + 1
-        start = end + 1
+    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)
     return ranks
 
 
@@ -181,45 +401,61 @@ def score_metrics(truth: list[float], predicted: list[float], cut: float) -> dic
 
 
 def train_fasttext(examples: Examples, train: np.ndarray, out: Path, args) -> list[str]:
-    """fastText's own supervised training in a child process; returns the model's labels."""
+    """fastText's own supervised training in a child process; returns the model's labels. Its examples file
+    (train.txt) is written in `out`, the folder being built, and removed after."""
     if not (FASTTEXT_TRAINER / "fasttext").is_dir():
         raise TrainingError(
             f"--kind fasttext needs fastText's trainer in {FASTTEXT_TRAINER} (bash scripts/setup.sh installs it: "
             f"pip install --no-deps --target {FASTTEXT_TRAINER} fasttext==0.9.3)"
         )
     labels = examples.labels or []
-    with tempfile.TemporaryDirectory() as folder:
-        data = Path(folder) / "train.txt"
-        with open(data, "w", encoding="utf-8") as f:
-            for i in train:  # fastText's format: its labels first, then the text on one line
-                f.write(f"__label__{labels[i]} {' '.join(examples.texts[i].split())}\n")
-        settings = {
-            "input": str(data),
-            "epoch": args.epochs or 5,
-            "lr": args.lr or 0.1,
-            "wordNgrams": args.word_ngrams,
-            "dim": args.dim,
-            "minCount": 1,
-            "thread": 1,  # one thread and a seed: the same model every time
-            "seed": args.seed,
-            "verbose": 0,
-        }
-        code = (
-            f"import sys; sys.path.insert(0, {str(FASTTEXT_TRAINER)!r}); import fasttext; "
-            f"fasttext.train_supervised(**{settings!r}).save_model({str(out / 'model.bin')!r})"
-        )
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        if done.returncode:
-            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            raise TrainingError(f"fastText's training failed: {last}")
+    data = out / "train.txt"
+    with open(data, "w", encoding="utf-8") as f:
+        for i in train:
+            f.write(fasttext_line(labels[i], examples.texts[i]))
+    settings = {
+        "input": str(data),
+        "epoch": args.epochs or 5,
+        "lr": args.lr or 0.1,
+        "wordNgrams": args.word_ngrams,
+        "dim": args.dim,
+        "minCount": 1,
+        "thread": 1,  # one thread and a seed: the same model every time
+        "seed": args.seed,
+        "verbose": 0,
+    }
+    code = (
+        f"import sys; sys.path.insert(0, {str(FASTTEXT_TRAINER)!r}); import fasttext; "
+        f"fasttext.train_supervised(**{settings!r}).save_model({str(out / 'model.bin')!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    data.unlink()
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise TrainingError(f"fastText's training failed: {last}")
     return sorted(set(labels[i] for i in train))
 
 
-def fasttext_predictions(model_path: Path, texts: list[str], labels: list[str]) -> np.ndarray:
-    """Each text's probability of each label, by the belt's own fastText scorer."""
-    from stages.classifier import FastTextClassifier
+def fasttext_line(label: str, text: str) -> str:
+    """A line of fastText's training file: the label, then the text as the belt's scorer hands it to fastText
+    (stages.langid.fasttext_predict: line breaks become spaces, all else as it is, so that a word with a
+    non-breaking space is the same word in training and in scoring)."""
+    return f"__label__{label} {text.replace(chr(13), ' ').replace(chr(10), ' ')}\n"
 
-    return np.array([[FastTextClassifier(model_path, label).score(text) for label in labels] for text in texts])
+
+def fasttext_predictions(model_path: Path, texts: list[str], labels: list[str]) -> np.ndarray:
+    """Each text's probability of each label, by the belt's own fastText scoring: one prediction of every label
+    a text (the model loaded once)."""
+    from stages import langid
+
+    model = langid.load_fasttext_model(str(model_path))
+    column = {label: i for i, label in enumerate(labels)}
+    probabilities = np.zeros((len(texts), len(labels)))
+    for row, text in enumerate(texts):
+        for label, probability in langid.fasttext_predict(model, text or "", -1):
+            if label in column:
+                probabilities[row, column[label]] = probability
+    return probabilities
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,33 +551,50 @@ def _encoder_parts(encoder: str, head: dict):
 
 def train_classifier(args) -> dict:
     """Train, score the held-out examples, write the model and metrics.json into `args.out`; returns the
-    metrics."""
+    metrics. The options and `--out` are checked before any file is read; the model is built in a sibling
+    folder that takes `--out`'s place once whole (an interrupted or failed training leaves `--out` as it was)."""
+    if not 0 < args.held_out < 1:
+        raise TrainingError(f"--held-out: expected a share in (0, 1), got {args.held_out}")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise TrainingError(f"--seed: expected an integer from 0 to {MAX_SEED}, got {args.seed}")
+    out = Path(args.out)
+    check_out(out, args.encoder if args.kind == "transformers" else None)
     examples = load_examples(args)
     if args.kind == "fasttext" and examples.scores is not None:  # fastText learns labels: hq at the cut and above
         examples = Examples(examples.texts, labels=[POSITIVE if s >= args.cut else NEGATIVE for s in examples.scores])
-    if args.kind == "fasttext":  # a fastText label is one word
-        examples.labels = [label.replace(" ", "_") for label in examples.labels or []]
     kinds = set(examples.labels) if examples.labels is not None else None
     if len(examples.texts) < 4 or (kinds is not None and len(kinds) < 2):
         named = "" if kinds is None else f" with the labels {', '.join(sorted(kinds))}"
         raise TrainingError(f"{len(examples.texts)} examples{named}: need at least 4, and two labels")
-    if not 0 < args.held_out < 1:
-        raise TrainingError(f"--held-out: expected a share in (0, 1), got {args.held_out}")
-    train, held = split(len(examples.texts), args.held_out, args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    train, held = split(examples.texts, args.held_out, args.seed)
+    check_training_share(examples, train, args.held_out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    build = out.parent / f".{out.name}.building-{os.getpid()}"  # mkdir, not mkdtemp: the umask's permissions
+    shutil.rmtree(build, ignore_errors=True)  # a killed run's, whose process id this one has
+    build.mkdir()
+    try:
+        metrics = train_and_score(examples, train, held, build, args)
+        (build / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        (build / MARKER).write_text(marker_text(OUT_KIND))
+        replace_out(build, out)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return metrics
+
+
+def train_and_score(examples: Examples, train: np.ndarray, held: np.ndarray, build: Path, args) -> dict:
     texts = [examples.texts[i] for i in held]
     if args.kind == "fasttext":
-        labels = train_fasttext(examples, train, out, args)
+        labels = train_fasttext(examples, train, build, args)
         truth = examples.labels or []
-        probabilities = fasttext_predictions(out / "model.bin", texts, labels)
+        probabilities = fasttext_predictions(build / "model.bin", texts, labels)
         predicted = [labels[int(row.argmax())] for row in probabilities]
         metrics = label_metrics([truth[i] for i in held], predicted, probabilities, labels)
     else:
         from stages.model_scorer import TransformerScorer
 
-        head = train_transformers(examples, train, out, args)
-        scorer = TransformerScorer(str(out), max_chars=args.max_chars, max_tokens=args.max_tokens)
+        head = train_transformers(examples, train, build, args)
+        scorer = TransformerScorer(str(build), max_chars=args.max_chars, max_tokens=args.max_tokens)
         if head is None:
             scores, _ = scorer.score(texts)
             metrics = score_metrics([(examples.scores or [])[i] for i in held], scores, args.cut)
@@ -349,6 +602,54 @@ def train_classifier(args) -> dict:
             probabilities = scorer.logits(texts).softmax(dim=1).numpy()
             predicted = [head[int(row.argmax())] for row in probabilities]
             metrics = label_metrics([(examples.labels or [])[i] for i in held], predicted, probabilities, head)
-    metrics = {"kind": args.kind, "trained_on": len(train), "held_out": metrics, "seed": args.seed}
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    return metrics
+    return {"kind": args.kind, "trained_on": len(train), "held_out": metrics, "seed": args.seed}
+
+
+def check_training_share(examples: Examples, train: np.ndarray, held_out: float) -> None:
+    """The examples left to train on after the held-out share: two labels at least (one label trains a model
+    that answers it whatever the text), or two scores."""
+    labels = {(examples.labels or [])[i] for i in train} if examples.labels is not None else None
+    if len(train) >= 2 and (labels is None or len(labels) >= 2):
+        return
+    with_labels = "" if labels is None else f", with {len(labels)} labels"
+    need = "two examples" if labels is None else "two labels"
+    raise TrainingError(
+        f"--held-out {held_out} leaves {len(train)} of {len(examples.texts)} examples to train on{with_labels}: "
+        f"training needs {need}"
+    )
+
+
+def check_out(out: Path, encoder: str | None) -> None:
+    """`--out` may be a new or empty folder, or a model folder this command wrote (its marker), never the encoder's
+    folder nor one inside it or holding it."""
+    if encoder:
+        there, model = Path(encoder).resolve(), out.resolve()
+        if model == there or there in model.parents or model in there.parents:
+            raise TrainingError(f"--out {out} and --encoder {encoder} overlap: the model would overwrite its encoder")
+    for folder in [out, *out.parents]:
+        if folder.exists() and not folder.is_dir():
+            raise TrainingError(f"--out {out}: {folder} is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not is_model_folder(out):
+        raise TrainingError(
+            f"--out {out}: a folder holding other files; train-classifier replaces only a model folder it wrote"
+        )
+
+
+def is_model_folder(out: Path) -> bool:
+    marker = out / MARKER
+    try:
+        return marker.is_file() and json.loads(marker.read_text(errors="replace")) == json.loads(marker_text(OUT_KIND))
+    except ValueError:
+        return False
+
+
+def replace_out(build: Path, out: Path) -> None:
+    """`build` takes `out`'s place: the earlier folder (empty, or a model folder of ours) moved aside, the new one
+    renamed in, then the earlier one removed; so `out` holds exactly the new model's files."""
+    if not out.exists():
+        os.rename(build, out)
+        return
+    earlier = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
+    os.rename(out, earlier / out.name)
+    os.rename(build, out)
+    shutil.rmtree(earlier, ignore_errors=True)

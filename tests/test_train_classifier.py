@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
 import subprocess
+import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -102,16 +105,16 @@ def test_a_transformers_head_from_labelled_records_and_from_scores(tmp_path, par
     assert (tmp_path / "edu2" / weights).read_bytes() == (tmp_path / "edu" / weights).read_bytes(), again.stderr
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path):
-    good = ROOT / "configs" / "classifier" / "good.txt"
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    good, bad = (ROOT / "configs" / "classifier" / f"{name}.txt" for name in ("good", "bad"))
     (tmp_path / "broken.jsonl").write_text('{"text": "one", "label": "a"}\n{"text": "two", "label": "b"}\nnot json\n')
     (tmp_path / "unlabelled.jsonl").write_text('{"text": "one"}\n')
     (tmp_path / "words.jsonl").write_text("".join(json.dumps({"text": "x", "s": "high"}) + "\n" for _ in range(5)))
     (tmp_path / "low.jsonl").write_text("".join(json.dumps({"text": f"x {i}", "s": 1}) + "\n" for i in range(5)))
     cases = [
-        (["--data", str(tmp_path / "broken.jsonl"), "--label-field", "label"], r".*broken\.jsonl:3: not a JSON record \(.*\)"),
+        (["--data", str(tmp_path / "broken.jsonl"), "--label-field", "label"], r".*broken\.jsonl:3: not JSON \(.*\)"),
         (["--data", str(tmp_path / "unlabelled.jsonl"), "--label-field", "label"], r".*unlabelled\.jsonl:1: the record has no 'text' and 'label'"),
-        (["--data", str(tmp_path / "words.jsonl"), "--score-field", "s"], r"--score-field 's': expected numbers, got 'high'"),
+        (["--data", str(tmp_path / "words.jsonl"), "--score-field", "s"], r".*words\.jsonl:1: --score-field 's' is 'high', not a number"),
         (["--data", str(tmp_path / "low.jsonl"), "--score-field", "s"], r"5 examples with the labels cc: need at least 4, and two labels"),
         (["--data", str(tmp_path / "broken.jsonl")], r"--data needs --label-field \(labels\) or --score-field \(numeric scores\), one of them"),
         (["--positive", str(good)], r"give --positive and --negative files \(reference against crawl\), or --data"),
@@ -119,19 +122,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (["--positive", str(good), "--negative", str(good), "--held-out", "1.5"], r"--held-out: expected a share in \(0, 1\), got 1\.5"),
     ]  # fmt: skip
     for arguments, message in cases:
-        done = cli("train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
         assert done.returncode == 2 and done.stdout == "", (arguments, done.stderr)
         assert re.fullmatch(f"train-classifier: {message}\n", done.stderr), done.stderr
     (tmp_path / "a-file").write_text("")
     done = cli("train-classifier", "--kind", "fasttext", "--positive", str(good), "--negative", str(good),
                "--out", str(tmp_path / "a-file" / "model"))  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr == f"train-classifier: {tmp_path / 'a-file' / 'model'}: Not a directory\n"
-    done = cli("train-classifier", "--kind", "transformers", "--positive", str(good), "--negative", str(good),
-               "--encoder", str(tmp_path), "--out", str(tmp_path / "out"))  # fmt: skip
-    assert done.returncode == 2
     assert (
-        done.stderr == f"train-classifier: --encoder: {str(tmp_path)!r} is not a model folder (no config.json in it)\n"
+        done.stderr
+        == f"train-classifier: --out {tmp_path / 'a-file' / 'model'}: {tmp_path / 'a-file'} is not a folder\n"
+    )
+    done = cli("train-classifier", "--kind", "transformers", "--positive", str(good), "--negative", str(bad),
+               "--encoder", str(tmp_path / "no-model"), "--out", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"train-classifier: --encoder: {str(tmp_path / 'no-model')!r} is not a model folder (no config.json in it)\n"
     )
 
 
@@ -158,3 +164,206 @@ def test_the_readme_commands_run_as_written():
         manifest["complete"]
         and "score_hq" in pq.read_schema(next((ROOT / "out" / "scored" / "docs").glob("*.parquet"))).names
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 46: mistakes get one line, hostile files stay bounded, --out is replaced only when it is ours.
+
+
+def words(i: int, tag: str) -> str:
+    return f"{tag} example {i} of {tag} words {i * 7 % 13} {tag}"
+
+
+def jsonl(path, records):
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return str(path)
+
+
+def labelled(path, labels):
+    """A JSONL file of one record per label value, each with its own text."""
+    return jsonl(path, [{"text": words(i, "t"), "label": label} for i, label in enumerate(labels)])
+
+
+def cli_here(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`python -m pipeline ARGS` in this process: for commands that end before any training (no process start)."""
+    from pipeline.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
+def one_line(done, message: str) -> None:
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert re.fullmatch(f"train-classifier: {message}\n", done.stderr), done.stderr
+
+
+def test_hostile_examples_and_options_are_one_line_naming_file_and_row(tmp_path, capsys):
+    good, bad = write_lines(tmp_path / "good.txt", [words(i, "g") for i in range(6)]), None
+    bad = tmp_path / "bad.txt"
+    bad.write_text("".join(words(i, "b") + "\n" for i in range(6)) + "word " * 2_000_001 + "\n")
+    many = jsonl(tmp_path / "many.jsonl", [{"text": words(i, "t"), "label": f"l{i % 1001}"} for i in range(2002)])
+    cases = [
+        (["--positive", good, "--negative", str(bad)], r".*bad\.txt:7: a line of 10000005 bytes, over the 10000000-byte limit"),
+        (["--positive", good, "--negative", good], r".*good\.txt: given as --positive and as --negative"),
+        (["--positive", good, "--negative", str(bad), "--seed", "-1"], r"--seed: expected an integer from 0 to 2147483647, got -1"),
+        (["--data", many, "--label-field", "label"], r"1001 labels, over the 1000 a classifier may have \(--label-field 'label'\)"),
+    ]  # fmt: skip
+    for value, shown in (
+        (None, "null"),
+        (["a"], "an array"),
+        (1.0, "a number with a fraction"),
+        (True, "true or false"),
+    ):
+        path = labelled(tmp_path / f"{shown.replace(' ', '-')}.jsonl", ["a", "b", "a", value, "b"])
+        cases.append(
+            (
+                ["--data", path, "--label-field", "label"],
+                rf".*\.jsonl:4: --label-field 'label' is {shown}; a label is a string or an integer",
+            )  # fmt: skip
+        )
+    tabbed = labelled(tmp_path / "tabbed.jsonl", ["a", "b", "a\tc", "b"])
+    cases.append((["--data", tabbed, "--label-field", "label"], r".*tabbed\.jsonl:3: the label 'a\\tc' holds white space; a label is one word"))  # fmt: skip
+    four = labelled(tmp_path / "four.jsonl", ["a", "b", "a", "b"])
+    cases.append((["--data", four, "--label-field", "label", "--held-out", "0.9"], r"--held-out 0\.9 leaves 0 of 4 examples to train on, with 0 labels: training needs two labels"))  # fmt: skip
+    for arguments, message in cases:
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
+        one_line(done, message)
+        assert not (tmp_path / "out").exists()
+
+
+def test_integer_labels_are_their_digits_and_a_one_label_training_share_is_one_line(tmp_path):
+    from pipeline import train_classifier
+
+    texts = [words(i, "a") for i in range(3)] + ["the same b text"] * 3
+    seed = next(seed for seed in range(100) if all(texts[i] != "the same b text" for i in train_classifier.split(texts, 0.5, seed)[0]))  # fmt: skip
+    path = jsonl(tmp_path / "one.jsonl", [{"text": t, "label": 1 if t.startswith("a") else 2} for t in texts])
+    done = cli("train-classifier", "--kind", "fasttext", "--data", path, "--label-field", "label", "--held-out", "0.5",
+               "--seed", str(seed), "--out", str(tmp_path / "out"))  # fmt: skip
+    one_line(done, r"--held-out 0\.5 leaves [23] of 6 examples to train on, with 1 labels: training needs two labels")
+
+
+def test_the_held_out_split_keeps_identical_texts_on_one_side():
+    from pipeline.train_classifier import split
+
+    texts = [f"text {i % 40}" for i in range(200)] + [f"text {i}  " for i in range(40, 60)]
+    for seed in range(5):
+        train, held = split(texts, 0.1, seed)
+        assert sorted([*train, *held]) == list(range(len(texts)))
+        assert not {" ".join(texts[i].split()) for i in train} & {" ".join(texts[i].split()) for i in held}
+        assert 22 <= len(held) <= 27  # a tenth, and the rest of the last held text's copies
+    assert split(texts, 0.1, 0)[1].tolist() != split(texts, 0.1, 1)[1].tolist()
+
+
+def test_fasttext_trains_on_the_text_its_scorer_sees_and_predicts_once_a_text(monkeypatch, tmp_path):
+    import numpy as np
+
+    from pipeline import train_classifier
+    import stages.classifier
+    import stages.langid
+
+    assert (
+        train_classifier.fasttext_line("cc", "caf\u00e9\u00a0menu\r\nnext\tline")
+        == "__label__cc caf\u00e9\u00a0menu  next\tline\n"
+    )
+    calls = []
+
+    def predict(model, text, k=1):
+        calls.append(text)
+        return [("a", 0.75), ("b", 0.25)]
+
+    for module in (stages.langid, stages.classifier):
+        monkeypatch.setattr(module, "fasttext_predict", predict)
+        monkeypatch.setattr(module, "load_fasttext_model", lambda path: object())
+    probabilities = train_classifier.fasttext_predictions(tmp_path / "model.bin", ["x", "y"], ["a", "b", "c"])
+    assert np.array_equal(probabilities, [[0.75, 0.25, 0.0]] * 2) and calls == ["x", "y"]
+
+
+def test_label_metrics_match_a_count_by_hand():
+    import numpy as np
+
+    from pipeline.train_classifier import auc, label_metrics
+
+    truth, predicted = ["a", "a", "b", "c", "c"], ["a", "b", "b", "c", "a"]
+    probabilities = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.5, 0.2, 0.3]])
+    held = label_metrics(truth, predicted, probabilities, ["a", "b", "c"])
+    f1s = [2 * 1 / (2 + 1 + 1), 2 * 1 / (2 + 1 + 0), 2 * 1 / (2 + 0 + 1)]
+    assert held["accuracy"] == 3 / 5 and held["macro_f1"] == pytest.approx(sum(f1s) / 3)
+    assert auc([True, False, True, False], np.array([0.5, 0.5, 0.9, 0.1])) == pytest.approx(0.875)  # a tie is half
+
+
+def test_data_reads_only_its_columns_and_jsonl_as_the_belt_does(tmp_path):
+    """A Parquet file of 2 KB whose unused column inflates to 4 GB reads in a few MB; .jsonl.gz, .ndjson and
+    .json are JSON lines, gzip and zstd told by their bytes."""
+    import gzip
+
+    rows = 160
+    bomb = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), pa.array(["x" * (25 << 20)]))
+    texts, labels = [words(i, "t") for i in range(rows)], ["a", "b"] * (rows // 2)
+    pq.write_table(pa.table({"text": texts, "label": labels, "bomb": bomb}), tmp_path / "bomb.parquet", compression="zstd")  # fmt: skip
+    code = (
+        "import sys, argparse, pyarrow as pa; from pipeline.train_classifier import load_examples; "
+        f"e = load_examples(argparse.Namespace(data=[{str(tmp_path / 'bomb.parquet')!r}], text_field='text', "
+        "label_field='label', score_field=None, positive=None, negative=None)); "
+        "print(len(e.texts), e.labels[:3], pa.default_memory_pool().max_memory())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    count, first, second, third, peak = done.stdout.replace(",", " ").replace("[", " ").replace("]", " ").split()
+    assert (count, first, second, third) == ("160", "'a'", "'b'", "'a'") and int(peak) < 20_000_000, done.stderr
+
+    with gzip.open(tmp_path / "good.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps({"body": words(i, "g")}) + "\n" for i in range(10))
+    jsonl(tmp_path / "bad.ndjson", [{"body": words(i, "b")} for i in range(10)])
+    done = cli("train-classifier", "--kind", "fasttext", "--positive", str(tmp_path / "good.jsonl.gz"), "--negative",
+               str(tmp_path / "bad.ndjson"), "--text-field", "body", "--out", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 0 and metrics(tmp_path / "out")["trained_on"] == 18, done.stderr
+    labelled(tmp_path / "data.json", ["a", "b", 3, 3, "b", "a"])
+    done = cli("train-classifier", "--kind", "fasttext", "--data", str(tmp_path / "data.json"), "--label-field",
+               "label", "--out", str(tmp_path / "out2"))  # fmt: skip
+    assert done.returncode == 0 and metrics(tmp_path / "out2")["trained_on"] == 5, done.stderr
+
+
+def test_out_is_replaced_only_when_it_is_a_model_folder_it_wrote(tmp_path):
+    good, bad = (write_lines(tmp_path / f"{tag}.txt", [words(i, tag) for i in range(6)]) for tag in ("g", "b"))
+    args = ["train-classifier", "--kind", "fasttext", "--positive", good, "--negative", bad, "--out"]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    one_line(cli(*args, str(tmp_path / "mine")), rf"--out {tmp_path / 'mine'}: a folder holding other files; "
+             r"train-classifier replaces only a model folder it wrote")  # fmt: skip
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+    encoder = tmp_path / "encoder"
+    encoder.mkdir()
+    (encoder / "config.json").write_text("{}")
+    for out in (encoder, encoder / "head", tmp_path):
+        done = cli(*args, str(out), "--kind", "transformers", "--encoder", str(encoder))
+        one_line(done, rf"--out {out} and --encoder {encoder} overlap: the model would overwrite its encoder")
+    assert [p.name for p in encoder.iterdir()] == ["config.json"]
+
+    assert cli(*args, str(tmp_path / "model")).returncode == 0
+    (tmp_path / "model" / "config.json").write_text("{}")  # as an older transformers head left it
+    done = cli(*args, str(tmp_path / "model"))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == [".crawlbelt", "metrics.json", "model.bin"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_ctrl_c_is_the_interrupted_line_and_exit_130_and_out_is_as_it_was(tmp_path, paragraphs):
+    english = write_lines(tmp_path / "en.txt", paragraphs["en"])
+    other = write_lines(tmp_path / "other.txt", paragraphs["other"])
+    command = [sys.executable, "-m", "pipeline", "train-classifier", "--kind", "fasttext", "--positive", english,
+               "--negative", other, "--epochs", "100000", "--out", str(tmp_path / "out")]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".out.building-*/train.txt")):  # its examples written: fastText is training
+            assert process.poll() is None and time.monotonic() < deadline, "it ended, or never began training"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and stdout == "", stderr
+    assert stderr == "train-classifier: interrupted; --out is as it was (run the same command again to train)\n"
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
