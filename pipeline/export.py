@@ -25,6 +25,7 @@ document indices (int64: 0, then the end of each document).
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import struct
 from pathlib import Path
@@ -193,7 +194,7 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "- crawlbelt",
         "---",
         "",
-        f"# {Path(config['output'].rstrip('/')).name}",
+        f"# {_text(Path(config['output'].rstrip('/')).name)}",
         "",
         "Curated from web crawls by crawlbelt: every record read was kept or rejected with a reason "
         "(`manifest.json` holds the counts, checks, settings and versions; `report.html` the plots).",
@@ -206,11 +207,11 @@ def card(out: Path, manifest: dict) -> list[dict]:
     for source in config["sources"]:
         parts = [p for p in manifest["inputs"] if p["source"] == source["name"]]
         records, kept = sum(p["records"] for p in parts), sum(p["kept"] for p in parts)
-        lines.append(f"| {source['name']} | {source['weight']:g} | {len(parts)} | {records:,} | {kept:,} |")
+        lines.append(f"| {_text(source['name'])} | {source['weight']:g} | {len(parts)} | {records:,} | {kept:,} |")
     lines += ["", "## Filters, in order", "", "| stage | documents in | rejected |", "|---|---:|---:|"]
     for name, row in manifest["stages"].items():
         if "rows_in" in row:
-            lines.append(f"| {name} | {row['rows_in']:,} | {row['rejected']:,} |")
+            lines.append(f"| {_text(name)} | {row['rows_in']:,} | {row['rejected']:,} |")
     reasons = sorted(counts["rejected_by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
     lines += [
         "",
@@ -218,7 +219,7 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "",
         f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept in "
         "`docs/` (config `docs`). Reject reasons, the most frequent first: "
-        + (", ".join(f"`{reason}` {n:,}" for reason, n in reasons[:20]) or "none")
+        + (", ".join(f"{_text(reason)} {n:,}" for reason, n in reasons[:20]) or "none")
         + ".",
         "",
         "## Tokens",
@@ -231,3 +232,10 @@ def card(out: Path, manifest: dict) -> list[dict]:
     ]
     write_atomic(out / "README.md", "\n".join(lines))
     return [described(out, out / "README.md")]
+
+
+def _text(name: str) -> str:
+    """A name from the config or a run (a source, a stage, a reason) as one line of plain text in the card: its
+    line breaks would end a table row or open a YAML header (`---`), `|` would split a cell, markup would be
+    read as HTML."""
+    return html.escape(" ".join(str(name).split())).replace("|", "\\|")

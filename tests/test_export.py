@@ -172,3 +172,60 @@ def test_formats_without_parquet_write_the_same_sequences_and_no_parquet_shards(
 def test_a_wrong_formats_list_is_one_line(formats, message, tmp_path):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         load_config(str(CONFIGS / "local.yaml"), overrides=[f"packing.formats={formats}"], output=str(tmp_path / "o"))
+
+
+HOSTILE_NAMES = ["web\n---\nconfigs: []", "---", "<script>alert(1)</script>", "a | b", "`tick`"]
+
+
+def card_manifest(names: list[str]) -> dict:
+    """A complete run's manifest, by hand, whose source, stage, reason and output names are hostile."""
+    return {
+        "config": {
+            "output": "/tmp/out\n---\n<b>x</b>",
+            "sources": [{"name": name, "weight": 1.0} for name in names],
+        },
+        "inputs": [{"source": name, "records": 3, "kept": 2} for name in names],
+        "stages": {name: {"rows_in": 3, "rejected": 1} for name in names},
+        "counts": {
+            "records_read": 3,
+            "documents": 3,
+            "kept": 2,
+            "rejected_by_reason": {name: 1 for name in names},
+        },
+        "tokens": {
+            "vocab_size": 300,
+            "eos_id": 0,
+            "sequences": 1,
+            "seq_len": 8,
+            "dtype": "uint16",
+            "tokens_per_source": {name: 4 for name in names},
+            "formats": ["parquet", "huggingface"],
+        },
+    }
+
+
+def test_hostile_names_stay_in_their_cells_of_the_dataset_card(tmp_path):
+    from pipeline import export
+
+    export.card(tmp_path, card_manifest(HOSTILE_NAMES))
+    card = (tmp_path / "README.md").read_text()
+    lines = card.splitlines()
+    assert lines[: lines.index("---", 1) + 1] == [  # the YAML header, as written for any run
+        "---",
+        "configs:",
+        "- config_name: docs",
+        "  data_files: docs/*.parquet",
+        "  default: true",
+        "- config_name: tokens",
+        "  data_files: tokens/part-*.parquet",
+        "tags:",
+        "- crawlbelt",
+        "---",
+    ]
+    assert card.count("\n---\n") == 1 and "<script" not in card and "<b>" not in card
+    rows = [line for line in lines if line.startswith("|")]
+    sources = rows[2 : 2 + len(HOSTILE_NAMES)]
+    stages = rows[4 + len(HOSTILE_NAMES) :]
+    assert len(rows) == 4 + 2 * len(HOSTILE_NAMES)
+    cells = [line.replace("\\|", "").count("|") for line in sources + stages]
+    assert cells == [6] * len(HOSTILE_NAMES) + [4] * len(HOSTILE_NAMES)  # no name splits or ends a row
