@@ -391,6 +391,12 @@ def check_output(config: Config) -> None:
 def _check_s3_output(config: Config) -> None:
     from pipeline.storage import output_kind
 
+    staging = config.storage.staging
+    if staging and (Path(staging).exists() and not Path(staging).is_dir() or output_kind(staging) is None):
+        raise ConfigError(
+            f"storage.staging: {staging!r} exists and is not an earlier crawlbelt output (it has no .crawlbelt "
+            "marker); the output is built there and replaces what is there: choose an empty folder"
+        )
     for i, source in enumerate(config.sources):
         inside = [f for f in source.files if f.startswith(config.output.rstrip("/") + "/")]
         if inside:

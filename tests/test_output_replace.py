@@ -229,3 +229,15 @@ def test_a_reused_staging_folder_uploads_exactly_the_new_runs_files(tmp_path, s3
         if info.type == pafs.FileType.File
     }
     assert uploaded == expected
+
+
+@pytest.mark.parametrize("layout", ["web app", "a _work folder"])
+def test_a_staging_folder_that_is_not_a_crawlbelt_output_is_refused(tmp_path, s3_server, layout, monkeypatch):
+    """storage.staging is where an s3:// output is built, replacing what is there: never someone's folder."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    make_tree(tmp_path / "staging", FOREIGN[layout])
+    sets = [f"storage.endpoint={s3_server}", "storage.region=us-east-1", f"storage.staging={tmp_path / 'staging'}"]
+    with pytest.raises(ConfigError, match="storage.staging: .* is not an earlier crawlbelt output"):
+        load_config(str(SAMPLE), overrides=sets, output="s3://bucket/out")
+    assert listing(tmp_path / "staging") == FOREIGN[layout]
