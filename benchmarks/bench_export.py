@@ -104,18 +104,18 @@ def main() -> int:
     padded = args.sequences * (args.seq_len + 1)  # the ids nanotron writes
 
     rows: list[tuple[str, float, float, int, bool | None]] = []
-    ours = timed(lambda: export.megatron(folder, paths, vocab_size=50_000))
+    ours = timed(lambda: export.megatron(folder, paths, id_limit=50_000))
     theirs = timed(lambda: megatron_builder(folder, paths, folder / "builder" / "tokens"))
     same = same_files(folder / "tokens" / "megatron", folder / "builder")
     rows += [
         ("Megatron: crawlbelt", ours, theirs, tokens, same),
         ("Megatron: IndexedDatasetBuilder", theirs, theirs, tokens, same),
     ]
-    ours = timed(lambda: export.mds(folder, paths, vocab_size=50_000))
+    ours = timed(lambda: export.mds(folder, paths, id_limit=50_000))
     theirs = timed(lambda: mds_writer(folder, paths, folder / "mdswriter"))
     same = same_files(folder / "tokens" / "mds", folder / "mdswriter")
     rows += [("MDS: crawlbelt", ours, theirs, tokens, same), ("MDS: streaming MDSWriter", theirs, theirs, tokens, same)]
-    ours = timed(lambda: export.nanotron(folder, paths, vocab_size=50_000, eos_id=0))
+    ours = timed(lambda: export.nanotron(folder, paths, id_limit=50_000, eos_id=0))
     rows.append(("nanotron: crawlbelt (ids written with their padding)", ours, ours, padded, None))
     shutil.rmtree(folder)  # the shards and five outputs: about 1.2 GB at the defaults
 

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_extract import DEFAULT_DIR, load_pages  # noqa: E402
+from extract_pages import DEFAULT_DIR, load_pages  # noqa: E402
 from stages import extract  # noqa: E402
 from stages.extract import Extract  # noqa: E402
 

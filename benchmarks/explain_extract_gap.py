@@ -19,7 +19,7 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_extract import load_pages, make_stage, prf, tokens  # noqa: E402  (benchmarks/ is no package)
+from extract_pages import load_pages, make_stage, prf, tokens  # noqa: E402  (benchmarks/ is no package)
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 from train_extractor import kept_blocks, prepare, train  # noqa: E402
 

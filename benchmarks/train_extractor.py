@@ -4,10 +4,10 @@ of ../shared/realhtml, and score it leaving one dataset out.
     python benchmarks/train_extractor.py [--held-out] [--write] [--data DIR]
 
 Pages: every page with a `main_text` (cleaneval, daniel, dragnet, l3s_gn1, mozilla_readability,
-scrapinghub_aeb), read and decoded as the pipeline does (benchmarks/bench_extract.load_pages); each is cut
+scrapinghub_aeb), read and decoded as the pipeline does (benchmarks/extract_pages.load_pages); each is cut
 into resiliparse's main-content blocks (stages.blocks.blocks).
 
-Labels: a block is main text when its word tokens (bench_extract.tokens) occur, in order, in the page's
+Labels: a block is main text when its word tokens (extract_pages.tokens) occur, in order, in the page's
 ground truth, or when it has 8 tokens or more and 80% of them occur there. Each block weighs its tokens + 1,
 each page 1 in all: the benchmark's F1 is a mean over pages, counted in tokens.
 
@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_extract import _TOKEN, DEFAULT_DIR, load_pages, mean, prf, tokens  # noqa: E402
+from extract_pages import DEFAULT_DIR, TOKEN, load_pages, mean, prf, tokens  # noqa: E402
 
 from stages.blocks import (  # noqa: E402
     MODEL_PATH,
@@ -56,12 +56,12 @@ THRESHOLDS = tuple(round(0.30 + 0.05 * i, 2) for i in range(9))
 
 
 def labels(texts: list[str], main_text: str) -> np.ndarray:
-    expected = _TOKEN.findall(main_text.lower())
+    expected = TOKEN.findall(main_text.lower())
     joined = " " + " ".join(expected) + " "
     present = set(expected)
     out = []
     for text in texts:
-        found = _TOKEN.findall(text.lower())
+        found = TOKEN.findall(text.lower())
         if not found:
             out.append(0.0)
         elif " " + " ".join(found) + " " in joined:

@@ -251,7 +251,12 @@ def command(argv=None) -> int:
     reaper.start()  # before the engine: every process the run starts ends with it (pipeline/reaper.py)
     started = time.perf_counter()
     try:
-        manifest = belt.run(config, kind=args.command)
+        try:
+            manifest = belt.run(config, kind=args.command)
+        except Exception as exc:
+            if not interrupted(exc):  # Ctrl-C: stopped_by_interrupt says it, the engine already going down
+                _quiet_engine()
+            raise
     except ConfigError as exc:  # found once Ray is up: a task that no node of the cluster can run
         print(f"config error: {exc}", file=sys.stderr)
         return 2
@@ -307,6 +312,19 @@ def command(argv=None) -> int:
         f"report: {config.output.rstrip('/')}/report.html"
     )
     return 0
+
+
+def _quiet_engine() -> None:
+    """Stop the engine before a failed run says its one line, so that the line is the console's last: Ray's
+    driver relays the raylet's messages (a worker died, a task will be retried) from a thread of its own, some
+    only as it shuts down at exit, after our line; and stdout, buffered, would be flushed after it too."""
+    from pipeline import engine
+
+    try:
+        engine.stop()
+    except Exception as error:  # noqa: BLE001 (the run's own error is the one to say)
+        logging.getLogger("crawlbelt").debug("stopping the engine: %s", error)
+    sys.stdout.flush()
 
 
 def with_log(line: str, error: BaseException) -> str:

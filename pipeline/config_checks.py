@@ -97,6 +97,7 @@ RANGES = {
     "packing.seq_len": _POSITIVE_INT,
     "packing.sequences_per_shard": _POSITIVE_INT,
 }
+MAX_TOKENIZER_BYTES = 128 << 20  # tokenizer.path
 MIN_MAX = [("quality.min_words", "quality.max_words"), ("quality.min_mean_word_length", "quality.max_mean_word_length")]
 CHOICES = {
     "engine": ("ray", "spark"),
@@ -399,6 +400,12 @@ def check_output(config: Config) -> None:
 def _check_s3_output(config: Config) -> None:
     from pipeline.storage import output_kind
 
+    staging = config.storage.staging
+    if staging and (Path(staging).exists() and not Path(staging).is_dir() or output_kind(staging) is None):
+        raise ConfigError(
+            f"storage.staging: {staging!r} exists and is not an earlier crawlbelt output (it has no .crawlbelt "
+            "marker); the output is built there and replaces what is there: choose an empty folder"
+        )
     for i, source in enumerate(config.sources):
         inside = [f for f in source.files if f.startswith(config.output.rstrip("/") + "/")]
         if inside:
@@ -432,16 +439,26 @@ def _check_local_output(config: Config) -> None:
 
 
 def check_tokens(config: Config, base: Path) -> None:
+    from stages.tokens import MAX_TOKEN_ID, id_limit
+
     tokenizer = config.tokenizer
     if tokenizer.path is None:
         if tokenizer.vocab_size < 258:  # the 256 byte tokens and the two special tokens
             raise ConfigError("tokenizer.vocab_size: expected at least 258")
+        if tokenizer.vocab_size > MAX_TOKEN_ID + 1:
+            raise ConfigError(f"tokenizer.vocab_size: expected at most {MAX_TOKEN_ID + 1:,}")
         if tokenizer.eos_token == tokenizer.pad_token:
             raise ConfigError("tokenizer.pad_token: must differ from tokenizer.eos_token")
         return
     tokenizer.path = resolve_path(tokenizer.path, base)
     if not os.path.isfile(tokenizer.path):
         raise ConfigError(f"tokenizer.path: file {tokenizer.path!r} not found")
+    size = os.path.getsize(tokenizer.path)
+    if size > MAX_TOKENIZER_BYTES:  # checked before it is parsed: parsing holds it in memory several times over
+        raise ConfigError(
+            f"tokenizer.path: {tokenizer.path!r} is {size:,} bytes; at most {MAX_TOKENIZER_BYTES:,} (a tokenizer.json "
+            "of the largest vocabularies is under 40 MB)"
+        )
     from tokenizers import Tokenizer
 
     try:
@@ -449,5 +466,9 @@ def check_tokens(config: Config, base: Path) -> None:
     except Exception as exc:  # tokenizers raises plain Exception on a malformed file
         problem = str(exc).splitlines()[0]
         raise ConfigError(f"tokenizer.path: {tokenizer.path!r} is not a tokenizer.json ({problem})") from None
+    if id_limit(loaded) > MAX_TOKEN_ID + 1:  # the id width of the shards and exports comes from the largest id
+        raise ConfigError(
+            f"tokenizer.path: {tokenizer.path!r} has ids up to {id_limit(loaded) - 1:,}; at most {MAX_TOKEN_ID:,}"
+        )
     if loaded.token_to_id(tokenizer.eos_token) is None:
         raise ConfigError(f"tokenizer.eos_token: {tokenizer.eos_token!r} is not in {tokenizer.path!r}")

@@ -16,7 +16,7 @@ they are complete, so that every format holds the same sequences in the same ord
 The Megatron dataset is one merged dataset: the run's mixture is already drawn and its sequences shuffled,
 so each packed sequence (its `length` tokens: a padded last sequence without its padding) is one Megatron
 sequence and one document, in shard order. Its layout (megatron/core/datasets/indexed_dataset.py): the .bin
-holds the token ids back to back, uint16 where the vocabulary fits (dtype code 8), else int32 (code 4); the
+holds the token ids back to back, uint16 where every id fits (dtype code 8), else int32 (code 4); the
 .idx holds the header b"MMIDIDX\\x00\\x00", version 1 (<Q), the dtype code (<B), the sequence count (<Q),
 the document count (<Q), then each sequence's length (int32), its byte offset in the .bin (int64) and the
 document indices (int64: 0, then the end of each document).
@@ -25,6 +25,7 @@ document indices (int64: 0, then the end of each document).
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import struct
 from pathlib import Path
@@ -41,23 +42,23 @@ MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 MDS_SIZE_LIMIT = 1 << 26  # MDSWriter's default: a shard closes before it would pass 64 MiB
 
 
-def write(out: Path, formats: list[str], shards: list[str], vocab_size: int, eos_id: int) -> dict[str, list[dict]]:
+def write(out: Path, formats: list[str], shards: list[str], id_limit: int, eos_id: int) -> dict[str, list[dict]]:
     """Every format besides parquet, from the shards (paths in `out`); returns, per format, the files written
-    with their size and SHA-256."""
+    with their size and SHA-256. `id_limit`: the tokenizer's largest id + 1, which the formats' id width holds."""
     written = {}
     if "megatron" in formats:
-        written["megatron"] = megatron(out, shards, vocab_size)
+        written["megatron"] = megatron(out, shards, id_limit)
     if "mds" in formats:
-        written["mds"] = mds(out, shards, vocab_size)
+        written["mds"] = mds(out, shards, id_limit)
     if "nanotron" in formats:
-        written["nanotron"] = nanotron(out, shards, vocab_size, eos_id)
+        written["nanotron"] = nanotron(out, shards, id_limit, eos_id)
     return written
 
 
-def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
+def megatron(out: Path, shards: list[str], id_limit: int) -> list[dict]:
     folder = out / "tokens" / "megatron"
     folder.mkdir(parents=True, exist_ok=True)
-    dtype = ids_dtype(vocab_size)
+    dtype = ids_dtype(id_limit)
     lengths: list[np.ndarray] = []
 
     def write_bin(tmp: Path) -> None:
@@ -83,9 +84,10 @@ def megatron(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     return [described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
 
 
-def ids_dtype(vocab_size: int) -> np.dtype:
-    """Megatron's and MDS's ids: uint16 where the vocabulary fits, else int32 (Megatron has no uint32)."""
-    return np.dtype(np.uint16) if vocab_size <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
+def ids_dtype(id_limit: int) -> np.dtype:
+    """Megatron's and MDS's ids: uint16 where every id (below `id_limit`) fits, else int32 (Megatron has no
+    uint32; config validation bounds the ids far below its limit)."""
+    return np.dtype(np.uint16) if id_limit <= np.iinfo(np.uint16).max + 1 else np.dtype(np.int32)
 
 
 def sequences(out: Path, shards: list[str]):
@@ -96,7 +98,7 @@ def sequences(out: Path, shards: list[str]):
         yield table["tokens"].combine_chunks().flatten().to_numpy().reshape(-1, width), table["length"].to_numpy()
 
 
-def mds(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
+def mds(out: Path, shards: list[str], id_limit: int) -> list[dict]:
     """MosaicML Streaming's MDS format, byte for byte as its MDSWriter writes it with its defaults (no
     compression, no hashes; streaming/base/format/mds/writer.py). A shard file: the sample count (uint32),
     the sample offsets from the file's start (count + 1, uint32), the writer's settings as sorted JSON, then
@@ -104,7 +106,7 @@ def mds(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     (ndim << 2 | the shape's dtype code), the shape, the ids. index.json lists the shards with those settings."""
     folder = out / "tokens" / "mds"
     folder.mkdir(parents=True, exist_ok=True)
-    dtype = ids_dtype(vocab_size)
+    dtype = ids_dtype(id_limit)
     settings = {"version": 2, "format": "mds", "compression": None, "hashes": [], "size_limit": MDS_SIZE_LIMIT}
     columns = {"column_names": ["tokens"], "column_encodings": [f"ndarray:{dtype.name}"], "column_sizes": [None]}
     header = json.dumps(settings | columns, sort_keys=True).encode()
@@ -139,7 +141,7 @@ def mds(out: Path, shards: list[str], vocab_size: int) -> list[dict]:
     return [described(out, folder / name) for name in names]
 
 
-def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list[dict]:
+def nanotron(out: Path, shards: list[str], id_limit: int, eos_id: int) -> list[dict]:
     """datatrove's tokenized file, as its DocumentTokenizer writes it: the ids back to back (uint16 where the
     vocabulary fits, else uint32), whose reader cuts windows of seq_len + 1 ids: each window one of our
     sequences, so a padded sequence keeps its padding; `.index`, the end of each document (after its end
@@ -147,7 +149,7 @@ def nanotron(out: Path, shards: list[str], vocab_size: int, eos_id: int) -> list
     `.metadata`, "tokenizer|token size", then the token count."""
     folder = out / "tokens" / "nanotron"
     folder.mkdir(parents=True, exist_ok=True)
-    dtype = token_dtype(vocab_size)  # datatrove's: uint16 where the vocabulary fits, else uint32
+    dtype = token_dtype(id_limit)  # datatrove's: uint16 where every id fits, else uint32
     ends: list[np.ndarray] = []
     written = 0
 
@@ -193,7 +195,7 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "- crawlbelt",
         "---",
         "",
-        f"# {Path(config['output'].rstrip('/')).name}",
+        f"# {_text(Path(config['output'].rstrip('/')).name)}",
         "",
         "Curated from web crawls by crawlbelt: every record read was kept or rejected with a reason "
         "(`manifest.json` holds the counts, checks, settings and versions; `report.html` the plots).",
@@ -206,11 +208,11 @@ def card(out: Path, manifest: dict) -> list[dict]:
     for source in config["sources"]:
         parts = [p for p in manifest["inputs"] if p["source"] == source["name"]]
         records, kept = sum(p["records"] for p in parts), sum(p["kept"] for p in parts)
-        lines.append(f"| {source['name']} | {source['weight']:g} | {len(parts)} | {records:,} | {kept:,} |")
+        lines.append(f"| {_text(source['name'])} | {source['weight']:g} | {len(parts)} | {records:,} | {kept:,} |")
     lines += ["", "## Filters, in order", "", "| stage | documents in | rejected |", "|---|---:|---:|"]
     for name, row in manifest["stages"].items():
         if "rows_in" in row:
-            lines.append(f"| {name} | {row['rows_in']:,} | {row['rejected']:,} |")
+            lines.append(f"| {_text(name)} | {row['rows_in']:,} | {row['rejected']:,} |")
     reasons = sorted(counts["rejected_by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
     lines += [
         "",
@@ -218,7 +220,7 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "",
         f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept in "
         "`docs/` (config `docs`). Reject reasons, the most frequent first: "
-        + (", ".join(f"`{reason}` {n:,}" for reason, n in reasons[:20]) or "none")
+        + (", ".join(f"{_text(reason)} {n:,}" for reason, n in reasons[:20]) or "none")
         + ".",
         "",
         "## Tokens",
@@ -231,3 +233,10 @@ def card(out: Path, manifest: dict) -> list[dict]:
     ]
     write_atomic(out / "README.md", "\n".join(lines))
     return [described(out, out / "README.md")]
+
+
+def _text(name: str) -> str:
+    """A name from the config or a run (a source, a stage, a reason) as one line of plain text in the card: its
+    line breaks would end a table row or open a YAML header (`---`), `|` would split a cell, markup would be
+    read as HTML."""
+    return html.escape(" ".join(str(name).split())).replace("|", "\\|")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from functools import lru_cache
 from html import escape
 from pathlib import Path
@@ -75,18 +76,29 @@ def write(out: Path, path: Path | None = None) -> Path:
     out = Path(out)
     path = Path(path) if path else out / "report.html"
     manifest = read_manifest(out)
-    contaminated = ["contamination_items"] if "contamination" in spec_stages(manifest) else []
-    page = render(
-        manifest,
-        _read(out / "docs", ["lang", "quality_score", "url", *contaminated]),
-        _read(out / "rejects", ["stage", "reason", "detail", "dup_of", "url"]),
-        read_samples(out / "rejects"),
-    )
+    with _manifest_shape(out):
+        contaminated = ["contamination_items"] if "contamination" in spec_stages(manifest) else []
+    docs = _read(out / "docs", ["lang", "quality_score", "url", *contaminated])
+    rejects = _read(out / "rejects", ["stage", "reason", "detail", "dup_of", "url"])
+    samples = read_samples(out / "rejects")
+    with _manifest_shape(out):
+        page = render(manifest, docs, rejects, samples)
     try:
         write_atomic(path, page)  # nothing is left behind, whatever failed
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc  # named by the page, not its temporary name
     return path
+
+
+@contextmanager
+def _manifest_shape(out: Path):
+    """A manifest edited into another shape (a string where a count was, a list for a table) is one line."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ManifestError(
+            f"{str(out / 'manifest.json')!r} is not a crawlbelt manifest: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _read(folder: Path, columns: list[str]) -> pa.Table:
@@ -163,7 +175,7 @@ def _table(header: list[str], rows: list[list], numeric: set[int] | frozenset[in
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="n">{_fmt(v)}</td>' if i in numeric else f"<td>{escape(_fmt(v))}</td>"
+            f'<td class="n">{escape(_fmt(v))}</td>' if i in numeric else f"<td>{escape(_fmt(v))}</td>"
             for i, v in enumerate(row)
         )
         + "</tr>"
@@ -515,7 +527,7 @@ def _mixture(manifest: dict) -> str:
         for r in table
     ]
     parts = [
-        f"<p>Token budget {mixture['budget_tokens']:,}, seed {mixture['seed']}, "
+        f"<p>Token budget {mixture['budget_tokens']:,}, seed {escape(str(mixture['seed']))}, "
         f"warning above {mixture['max_passes']:g} passes.</p>",
         _table(
             ["source", "weight", "documents", "tokens available", "tokens drawn", "passes", "tokens in shards"],

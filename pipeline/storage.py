@@ -152,17 +152,22 @@ def write_marker(out: Path, kind: str) -> None:
 def commit_local(build: Path, out: Path, replaced: Path) -> None:
     """Move the complete new output in `build` into `out`, moving the earlier one aside to `replaced`.
 
-    The old manifest.json leaves first and the new one arrives last, so a folder holding a manifest always
-    holds one whole output. Each name is moved out of `build` only once its old version is out of the way,
-    so a commit cut short by a crash is finished by calling this again (pipeline.belt.prepare_output does)."""
-    replaced.mkdir(parents=True, exist_ok=True)
-    names = ("manifest.json", *OUTPUT_NAMES[:-1])
-    for name in names:
-        if (build / name).exists() and (out / name).exists():
-            if (replaced / name).exists():
-                _remove(replaced / name)
-            os.replace(out / name, replaced / name)
-        if name != "manifest.json" and (build / name).exists():
+    Every earlier name leaves, also those the new output lacks (a rerun that keeps no document has no docs/):
+    the folder then holds exactly the new run's files. The old manifest.json leaves first and the new one
+    arrives last, so a folder holding a manifest always holds one whole output. `replaced/.cleared` marks that
+    the earlier output is all aside, so a commit cut short by a crash is finished by calling this again
+    (pipeline.belt.prepare_output does) without taking the new names already moved in for old ones."""
+    cleared = replaced / ".cleared"
+    if not cleared.exists():
+        replaced.mkdir(parents=True, exist_ok=True)
+        for name in ("manifest.json", *OUTPUT_NAMES[:-1]):
+            if (out / name).exists():
+                if (replaced / name).exists():
+                    _remove(replaced / name)
+                os.replace(out / name, replaced / name)
+        cleared.touch()
+    for name in OUTPUT_NAMES[:-1]:
+        if (build / name).exists():
             os.replace(build / name, out / name)
     if (build / MARKER).exists():
         os.replace(build / MARKER, out / MARKER)

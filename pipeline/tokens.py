@@ -36,7 +36,7 @@ from pipeline.config import Config, ConfigError
 from pipeline.finalize import write_table
 from pipeline.storage import parquet_file, part_index, part_name, write_atomic
 from stages.mixture import plan_mixture, repetition_warnings
-from stages.tokens import DocumentEncoder, assemble, cut, stream_layout, token_dtype, train_bpe
+from stages.tokens import DocumentEncoder, assemble, cut, id_limit, stream_layout, token_dtype, train_bpe
 
 log = logging.getLogger("crawlbelt")
 SHARD_SCHEMA = pa.schema(
@@ -322,7 +322,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Exports: the same sequences in the formats other trainers read (packing.formats).
     with _timed(seconds, "export"):
         shards = [r["path"] for r in shard_rows]
-        exports = export.write(out, config.packing.formats, shards, tokenizer.vocab_size, tokenizer.eos_id)
+        exports = export.write(out, config.packing.formats, shards, tokenizer.id_limit, tokenizer.eos_id)
     for name, files in exports.items():
         log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
     held = sum(r["sequences"] for r in shard_rows)
@@ -381,6 +381,7 @@ class Tokenizer:
     engine: str  # what encodes with it (DocumentEncoder.engine)
     cleared: list[str]  # settings of a given tokenizer that encoding ignores (DocumentEncoder.cleared)
     vocab_size: int
+    id_limit: int  # the largest id + 1, which the id width of the shards and exports holds (stages.tokens.id_limit)
     dtype: np.dtype  # of the token ids in the shards
     eos_id: int
     pad_id: int | None  # None unless packing.remainder is pad
@@ -394,8 +395,9 @@ def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad
     assert eos_id is not None  # config validation checks a given tokenizer; a trained one has it as a special
     pad_id = encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None
     pad_id = eos_id if pad and pad_id is None else pad_id
+    limit = id_limit(encoder.plain)
     return Tokenizer(
-        tokenizer_json, encoder.engine, encoder.cleared, vocab_size, token_dtype(vocab_size), eos_id, pad_id
+        tokenizer_json, encoder.engine, encoder.cleared, vocab_size, limit, token_dtype(limit), eos_id, pad_id
     )
 
 

@@ -40,9 +40,18 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str]) 
     return tokenizer
 
 
-def token_dtype(vocab_size: int) -> np.dtype:
-    """The smallest unsigned integer type that holds every id."""
-    return np.dtype(np.uint16) if vocab_size <= 2**16 else np.dtype(np.uint32)
+MAX_TOKEN_ID = 2**24 - 1  # a given tokenizer's ids are checked against it (the largest real vocabularies: ~260k)
+
+
+def token_dtype(id_limit: int) -> np.dtype:
+    """The shards' ids: uint16 where every id (below `id_limit`) fits, else uint32."""
+    return np.dtype(np.uint16) if id_limit <= 2**16 else np.dtype(np.uint32)
+
+
+def id_limit(tokenizer: Tokenizer) -> int:
+    """The largest id + 1: what the id width must hold. Not the vocabulary size: a given tokenizer's ids
+    need not be contiguous (2,000 entries may run up to id 71,999)."""
+    return max(tokenizer.get_vocab(with_added_tokens=True).values(), default=-1) + 1
 
 
 def _byte_of_char() -> dict[str, int]:
@@ -124,7 +133,7 @@ class DocumentEncoder:
         self.literal = Tokenizer.from_str(self.plain.to_str())
         self.literal.encode_special_tokens = True
         self.special_ids = np.array(sorted(i for i, t in self.plain.get_added_tokens_decoder().items() if t.special))
-        self.dtype = token_dtype(self.plain.get_vocab_size())
+        self.dtype = token_dtype(id_limit(self.plain))
         self.fast, why = as_tiktoken(self.plain) if engine == "auto" else (None, "tokenizers chosen")
         self.engine = "tiktoken" if self.fast else f"tokenizers ({why})"
 

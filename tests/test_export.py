@@ -172,3 +172,109 @@ def test_formats_without_parquet_write_the_same_sequences_and_no_parquet_shards(
 def test_a_wrong_formats_list_is_one_line(formats, message, tmp_path):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         load_config(str(CONFIGS / "local.yaml"), overrides=[f"packing.formats={formats}"], output=str(tmp_path / "o"))
+
+
+HOSTILE_NAMES = ["web\n---\nconfigs: []", "---", "<script>alert(1)</script>", "a | b", "`tick`"]
+
+
+def card_manifest(names: list[str]) -> dict:
+    """A complete run's manifest, by hand, whose source, stage, reason and output names are hostile."""
+    return {
+        "config": {
+            "output": "/tmp/out\n---\n<b>x</b>",
+            "sources": [{"name": name, "weight": 1.0} for name in names],
+        },
+        "inputs": [{"source": name, "records": 3, "kept": 2} for name in names],
+        "stages": {name: {"rows_in": 3, "rejected": 1} for name in names},
+        "counts": {
+            "records_read": 3,
+            "documents": 3,
+            "kept": 2,
+            "rejected_by_reason": {name: 1 for name in names},
+        },
+        "tokens": {
+            "vocab_size": 300,
+            "eos_id": 0,
+            "sequences": 1,
+            "seq_len": 8,
+            "dtype": "uint16",
+            "tokens_per_source": {name: 4 for name in names},
+            "formats": ["parquet", "huggingface"],
+        },
+    }
+
+
+def test_hostile_names_stay_in_their_cells_of_the_dataset_card(tmp_path):
+    from pipeline import export
+
+    export.card(tmp_path, card_manifest(HOSTILE_NAMES))
+    card = (tmp_path / "README.md").read_text()
+    lines = card.splitlines()
+    assert lines[: lines.index("---", 1) + 1] == [  # the YAML header, as written for any run
+        "---",
+        "configs:",
+        "- config_name: docs",
+        "  data_files: docs/*.parquet",
+        "  default: true",
+        "- config_name: tokens",
+        "  data_files: tokens/part-*.parquet",
+        "tags:",
+        "- crawlbelt",
+        "---",
+    ]
+    assert card.count("\n---\n") == 1 and "<script" not in card and "<b>" not in card
+    rows = [line for line in lines if line.startswith("|")]
+    sources = rows[2 : 2 + len(HOSTILE_NAMES)]
+    stages = rows[4 + len(HOSTILE_NAMES) :]
+    assert len(rows) == 4 + 2 * len(HOSTILE_NAMES)
+    cells = [line.replace("\\|", "").count("|") for line in sources + stages]
+    assert cells == [6] * len(HOSTILE_NAMES) + [4] * len(HOSTILE_NAMES)  # no name splits or ends a row
+
+
+def sparse_tokenizer(path: Path, top_id: int, entries: int = 2000) -> Path:
+    """A word-level tokenizer.json of `entries` words whose ids are not contiguous: they run up to `top_id`."""
+    step = top_id // (entries - 1)
+    ids = [i * step for i in range(entries - 1)] + [top_id]
+    vocab = {"<|endoftext|>": ids[0], "[UNK]": ids[1], **{f"w{i}": ids[i] for i in range(2, entries)}}
+    special = {"id": ids[0], "content": "<|endoftext|>", "single_word": False, "lstrip": False, "rstrip": False}
+    tokenizer = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [special | {"normalized": False, "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"},
+    }
+    path.write_text(json.dumps(tokenizer))
+    return path
+
+
+def test_the_id_width_holds_a_given_tokenizers_largest_id_not_its_vocabulary_size(tmp_path):
+    from pipeline import export, tokens
+    from stages.tokens import DocumentEncoder
+
+    path = sparse_tokenizer(tmp_path / "tokenizer.json", 71_999)  # 2,000 entries up to id 71,999
+    lengths, ids = DocumentEncoder(path.read_text(), "tokenizers")(["w1999 w2 w1999"])
+    assert ids.tolist() == [71_999, 72, 71_999]
+    config = load_config(str(CONFIGS / "local.yaml"), overrides=[f"tokenizer.path={path}"], output=str(tmp_path / "o"))
+    given = tokens._tokenizer(config, [], tmp_path / "tokens", pad=False)
+    assert given.dtype == np.uint32 and export.ids_dtype(given.id_limit) == np.int32  # the exports' width too
+
+
+@pytest.mark.parametrize("top_id", [2**24, 4_000_000_000])
+def test_a_tokenizer_whose_ids_pass_the_bound_is_one_line_at_validation(tmp_path, top_id):
+    path = sparse_tokenizer(tmp_path / "tokenizer.json", top_id, entries=10)
+    with pytest.raises(ConfigError, match=r"tokenizer.path: .* ids up to [\d,]+; at most 16,777,215") as error:
+        load_config(str(CONFIGS / "local.yaml"), overrides=[f"tokenizer.path={path}"], output=str(tmp_path / "o"))
+    assert "\n" not in str(error.value)
+
+
+def test_a_tokenizer_file_past_the_size_bound_is_one_line_before_it_is_parsed(tmp_path):
+    path = tmp_path / "tokenizer.json"
+    with open(path, "wb") as f:
+        f.truncate((128 << 20) + 1)  # sparse: nothing is written, and a parse would fail on its zero bytes
+    with pytest.raises(ConfigError, match=r"tokenizer.path: .* is 134,217,729 bytes; at most 134,217,728"):
+        load_config(str(CONFIGS / "local.yaml"), overrides=[f"tokenizer.path={path}"], output=str(tmp_path / "o"))

@@ -13,6 +13,7 @@ from helpers import ROOT
 
 FOLDERS = ("pipeline", "stages", "testdata", "benchmarks", "scripts")
 PACKAGES = ("pipeline", "stages", "testdata")  # what a project import starts with
+SCRIPT_FOLDERS = ("benchmarks", "scripts")  # no packages: their files import each other by bare name (on sys.path)
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -43,13 +44,27 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     for module, path in paths.items():
         graph[module] = set()
         for name in imported_names(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py"):
-            if name.split(".")[0] not in PACKAGES:
+            name = script_module(paths, module, name)
+            if name.split(".")[0] not in PACKAGES + SCRIPT_FOLDERS:
                 continue
             while name and name not in paths:  # pipeline.config.Config -> pipeline.config
                 name = name.rpartition(".")[0]
             if name:
                 graph[module].add(name)
     return graph
+
+
+def script_module(paths: dict[str, Path], module: str, name: str) -> str:
+    """A bare import in benchmarks/ or scripts/ (`from train_extractor import prepare`) as the module it finds:
+    the importer's own folder first, as Python does with the script's folder first on sys.path."""
+    first = name.split(".")[0]
+    if first in PACKAGES or module.split(".")[0] not in SCRIPT_FOLDERS:
+        return name
+    own = module.split(".")[0]
+    for folder in (own, *SCRIPT_FOLDERS):
+        if f"{folder}.{first}" in paths:
+            return f"{folder}.{name}"
+    return name
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -125,11 +140,14 @@ def test_a_planted_circle_is_found(tmp_path):
             "b.py": "def f():\n    import pipeline.a\n",
         },
         "stages": {"__init__.py": "", "c.py": "from . import c\n"},
+        "benchmarks": {"d.py": "from e import x\n", "e.py": "def g():\n    from d import y\n"},
+        "scripts": {"f.py": "import d\n"},
     }.items():
         (tmp_path / folder).mkdir()
         for name, text in files.items():
             (tmp_path / folder / name).write_text(text)
     graph = import_graph(tmp_path)
-    assert circles(graph) == [["pipeline.a", "pipeline.b"], ["stages.c"]]
+    assert circles(graph) == [["benchmarks.d", "benchmarks.e"], ["pipeline.a", "pipeline.b"], ["stages.c"]]
+    assert graph["scripts.f"] == {"benchmarks.d"}  # a bare name from scripts/ found in benchmarks/
     assert describe(graph, ["pipeline.a", "pipeline.b"]).startswith("pipeline.a -> pipeline.b -> pipeline.a (")
     assert describe(graph, ["stages.c"]).startswith("stages.c -> stages.c (")

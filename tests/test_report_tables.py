@@ -209,3 +209,78 @@ def test_samples_and_domains_of_a_hand_built_output(sample_run, tmp_path):
     bbc = rows[top.index("bbc.co.uk")]
     assert bbc["kept share"] == "22.2%" and bbc["main reject reason"] == "quality:too_short (7)"
     assert rows[top.index("site34.org")]["main reject reason"] == "language:de (17)"
+
+
+def edited_manifest() -> dict:
+    """A manifest whose number cells and names were edited into markup, as anyone with the file can."""
+    return {
+        "complete": True,
+        "counts": {
+            "records_read": SCRIPT,
+            "not_documents": {},
+            "documents": 2,
+            "kept": SCRIPT,
+            "rejected": {},
+            "rejected_by_reason": {},
+        },
+        "invariants": {SCRIPT: True},
+        "stages": {"quality": {"rows_in": 2, "rejected": 0, "seconds": 0.1}},
+        "wall_seconds": SCRIPT,
+        "config": {"output": f"/tmp/{SCRIPT}"},
+        "mixture": {
+            "budget_tokens": 10,
+            "seed": SCRIPT,
+            "max_passes": 4,
+            "warnings": [],
+            "table": [
+                {
+                    "source": SCRIPT,
+                    "weight": SCRIPT,
+                    "documents": SCRIPT,
+                    "tokens_available": 5,
+                    "tokens_drawn": 5,
+                    "passes": SCRIPT,
+                }
+            ],
+        },
+        "tokens": {
+            "tokens_per_source": {SCRIPT: 5},
+            "shards": [],
+            "seq_len": SCRIPT,
+            "vocab_size": 300,
+            "dtype": SCRIPT,
+            "eos_id": SCRIPT,
+            "pad_id": None,
+            "sequences": 1,
+            "shuffled": SCRIPT,
+            "remainder": SCRIPT,
+            "dropped_tokens_per_source": {},
+            "padding_tokens": 0,
+            "formats": [SCRIPT],
+            "exports": {},
+        },
+    }
+
+
+def test_an_edited_manifests_names_and_number_cells_are_text_on_the_page(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps(edited_manifest()))
+    page = report.write(tmp_path).read_text()
+    assert "<script" not in page
+    cells = [cell for _, rows in Tables(page).tables for row in rows for cell in row]
+    assert cells.count(SCRIPT) >= 4  # records read, kept, wall seconds, the mixture's weight ...: shown as text
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("counts.documents", "many"), ("counts.not_documents", [1]), ("counts.rejected_by_reason", None), ("stages", [])],
+)
+def test_a_manifest_edited_into_another_shape_is_one_line(tmp_path, key, value):
+    manifest = edited_manifest()
+    *parents, name = key.split(".")
+    section = manifest
+    for parent in parents:
+        section = section[parent]
+    section[name] = value
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(report.ManifestError, match="manifest.json"):
+        report.write(tmp_path)
