@@ -369,6 +369,14 @@ def check_dedup(config: Config) -> None:
     if dedup.bands is not None and dedup.rows is not None and dedup.bands * dedup.rows > dedup.num_perm:
         raise ConfigError(f"dedup.bands * dedup.rows must be at most dedup.num_perm ({dedup.num_perm})")
     paragraphs = dedup.paragraphs
+    curated = [i for i, source in enumerate(config.sources) if source.curated]
+    if paragraphs.enabled and curated:  # its documents would go to the tokens pass with their boilerplate
+        i = curated[0]
+        raise ConfigError(
+            f"dedup.paragraphs.enabled: sources[{i}] ({config.sources[i].name!r}) is curated, and curated sources "
+            "join at the tokenizer, after paragraph dedup; run paragraph dedup in the run that wrote it, or read "
+            "it as Parquet text to filter (curated: false)"
+        )
     rate_in_range = 0 < paragraphs.false_positive_rate < 1  # else said by its range check
     if paragraphs.enabled and paragraphs.filter == "bloom" and paragraphs.expected and rate_in_range:
         per_shard = paragraphs.expected / max(dedup.shards, 1)

@@ -380,3 +380,19 @@ def test_validate_refuses_a_bloom_filter_too_large_naming_its_size(tmp_path):
     message = str(error.value)
     assert message.startswith("dedup.paragraphs.expected: ") and "\n" not in message, message
     assert "209.2 GiB per shard" in message, message
+
+
+def test_validate_refuses_paragraph_dedup_with_a_curated_source_in_one_line(tmp_path):
+    from pipeline.config import ConfigError
+    from pipeline.config_load import load_config
+
+    pq.write_table(pa.table({"text": ["an earlier run's document"]}), tmp_path / "part-00000.parquet")
+    raw = yaml.safe_load((CONFIGS / "local.yaml").read_text())
+    earlier = {"name": "earlier", "input": [str(tmp_path / "part-00000.parquet")], "curated": True}
+    raw["sources"] = [raw["sources"][0] | {"input": [str(CONFIGS / "../tests/fixtures/warc/*")]}, earlier]
+    raw["dedup"]["paragraphs"], raw["classifier"] = {"enabled": True}, {"kind": "none"}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as error:
+        load_config(str(tmp_path / "c.yaml"), output=str(tmp_path / "o"))
+    message = str(error.value)
+    assert message.startswith("dedup.paragraphs.enabled: sources[1] ('earlier') is curated") and "\n" not in message
