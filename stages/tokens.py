@@ -45,7 +45,7 @@ def text_pieces(text: str) -> list[str]:
     return pieces
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str]) -> Tokenizer:
+def train_bpe(texts: Iterable[str | list[str]], vocab_size: int, special_tokens: list[str]) -> Tokenizer:
     """A byte-level BPE (GPT-2 style: every byte has a token, so any text encodes and decodes back exactly),
     trained on `texts`; the special tokens take the first ids, in the order given."""
     tokenizer = Tokenizer(models.BPE())
@@ -57,9 +57,15 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str]) 
         show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    pieces = (piece for text in texts for piece in text_pieces(text))  # the same words counted, a piece at a time
-    tokenizer.train_from_iterator(pieces, trainer)
+    tokenizer.train_from_iterator(_pieces(texts), trainer)  # the same words counted, a piece at a time
     return tokenizer
+
+
+def _pieces(texts: Iterable[str | list[str]]) -> Iterator[str]:
+    """Each text (given one by one or in lists) in text_pieces."""
+    for item in texts:
+        for text in [item] if isinstance(item, str) else item:
+            yield from text_pieces(text)
 
 
 def token_dtype(vocab_size: int) -> np.dtype:

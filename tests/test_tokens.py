@@ -248,6 +248,7 @@ def test_a_long_document_encoded_in_pieces_gives_the_ids_of_the_whole(engine, mo
     whole = DocumentEncoder(tokenizer.to_str(), engine)(texts)
     monkeypatch.setattr(stages.tokens, "PIECE_CHARS", 64)  # cut often: every 64 characters where it can
     assert train_bpe(iter(texts), 300, SPECIAL).to_str() == tokenizer.to_str()
+    assert train_bpe(iter([texts[:2], texts[2:]]), 300, SPECIAL).to_str() == tokenizer.to_str()  # in lists
     pieces = DocumentEncoder(tokenizer.to_str(), engine)(texts)
     assert np.array_equal(whole[0], pieces[0]) and np.array_equal(whole[1], pieces[1])
 
@@ -257,7 +258,7 @@ def test_training_and_encoding_a_document_of_one_word_lines_keeps_a_bounded_memo
     script = (
         "from stages.tokens import DocumentEncoder, train_bpe\n"
         "text = 'alpha\\nbeta\\ngamma\\n' * 600_000\n"
-        "tokenizer = train_bpe([text], 300, ['<|endoftext|>'])\n"
+        "tokenizer = train_bpe([[text]], 300, ['<|endoftext|>'])\n"  # in lists, as the tokens pass gives them
         "lengths, ids = DocumentEncoder(tokenizer.to_str(), 'tokenizers')([text])\n"
         "assert lengths.tolist() == [len(ids)] and len(ids) >= 3_600_000\n"
         "print([r for r in open('/proc/self/status') if r.startswith('VmHWM')][0].split()[1])\n"
