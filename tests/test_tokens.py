@@ -253,6 +253,7 @@ def test_a_long_document_encoded_in_pieces_gives_the_ids_of_the_whole(engine, mo
     assert np.array_equal(whole[0], pieces[0]) and np.array_equal(whole[1], pieces[1])
 
 
+@pytest.mark.slow
 def test_training_and_encoding_a_document_of_one_word_lines_keeps_a_bounded_memory():
     # a 9.6 MB document of one-word lines: tokenizers trained and encoded it whole (2.1 GB peak; 0.4 GB in pieces)
     script = (
