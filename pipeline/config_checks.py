@@ -23,6 +23,7 @@ from stages.c4 import read_bad_words
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
+from stages.paragraphs import filter_too_large
 from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
 from stages.quality import WORDS as QUALITY_WORDS
@@ -377,6 +378,23 @@ def check_dedup(config: Config) -> None:
         raise ConfigError("dedup.bands and dedup.rows: give both or neither")
     if dedup.bands is not None and dedup.rows is not None and dedup.bands * dedup.rows > dedup.num_perm:
         raise ConfigError(f"dedup.bands * dedup.rows must be at most dedup.num_perm ({dedup.num_perm})")
+    paragraphs = dedup.paragraphs
+    curated = [i for i, source in enumerate(config.sources) if source.curated]
+    if paragraphs.enabled and curated:  # its documents would go to the tokens pass with their boilerplate
+        i = curated[0]
+        raise ConfigError(
+            f"dedup.paragraphs.enabled: sources[{i}] ({config.sources[i].name!r}) is curated, and curated sources "
+            "join at the tokenizer, after paragraph dedup; run paragraph dedup in the run that wrote it, or read "
+            "it as Parquet text to filter (curated: false)"
+        )
+    rate_in_range = 0 < paragraphs.false_positive_rate < 1  # else said by its range check
+    if paragraphs.enabled and paragraphs.filter == "bloom" and paragraphs.expected and rate_in_range:
+        per_shard = paragraphs.expected / max(dedup.shards, 1)
+        if why := filter_too_large(per_shard, paragraphs.false_positive_rate):
+            raise ConfigError(
+                f"dedup.paragraphs.expected: {paragraphs.expected:,} units over {dedup.shards} shards need {why}; "
+                "lower it or raise dedup.shards"
+            )
 
 
 def check_resources(config: Config, name: str) -> None:

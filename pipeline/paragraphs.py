@@ -19,8 +19,11 @@ its size too (the shards and the rate), which the config fixes.
 
 from __future__ import annotations
 
+import itertools
+import math
+import re
+import os
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -29,14 +32,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import engine
-from pipeline.config import ParagraphDedupConfig, PassResources
+from pipeline.config import ConfigError, ParagraphDedupConfig, PassResources
 from pipeline.filtering import part_name
-from pipeline.storage import part_index, write_atomic
-from stages.paragraphs import BloomFilter, ExactSet, seen_before, units
+from pipeline.storage import part_index
+from stages.paragraphs import BloomFilter, ExactSet, filter_too_large, line_hashes, seen_before, units
 
 SHOWN_CHARS = 200  # of a paragraph listed in the manifest (samples: five times as many)
 TOP_PER_FILE = 50  # the paragraphs removed most often, per input file, summed over files for the report
 SAMPLES_PER_FILE = 2
+BATCH_BYTES = 8 << 20  # of text: the documents steps 1 and 2 and finalize take at a time
+UNITS_PER_GROUP = 1 << 20  # of a shard, asked of its filter at a time (about 150 bytes each in step 2)
+TRACKED_PARAGRAPHS = 1 << 20  # distinct paragraphs removed counted per file at most (40 bytes each)
+WORD = re.compile(r"\S+")  # a word as str.split() splits them (Unicode whitespace)
 LINES_SCHEMA = pa.schema([("order", pa.int64()), ("para", pa.int32()), ("units", pa.int32())])
 SEEN_SCHEMA = pa.schema([("order", pa.int64()), ("para", pa.int32()), ("seen", pa.int32())])
 
@@ -62,7 +69,9 @@ def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards
     ]
     counted = engine.map_items(hash_file, items, PassResources()) if items else []
     per_shard = np.sum([r["units"] for r in counted], axis=0) if counted else np.zeros(shards, np.int64)
-    expected = [config.expected / shards if config.expected else max(int(n), 1) for n in per_shard]
+    expected = units_per_shard(config.expected, per_shard)
+    if config.filter == "bloom" and (why := filter_too_large(max(expected), config.false_positive_rate)):
+        raise ConfigError(f"dedup.paragraphs: {int(per_shard.sum()):,} units counted need {why}; raise dedup.shards")
     steps = [
         {"folder": str(folder), "shard": s, "files": files, "filter": config.filter}
         | {"expected": expected[s], "rate": config.false_positive_rate}
@@ -80,59 +89,115 @@ def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards
     }
 
 
+def units_per_shard(expected: int | None, counted: np.ndarray) -> list[int]:
+    """The units each shard's filter is sized for: `expected` over the shards, or the units step 1 counted
+    in the shard (at least as many as are distinct) where those are more, so that a too small `expected`
+    cannot raise the false-positive rate (`expected: 1` made a filter of 8 bytes that found half the corpus
+    seen)."""
+    shards = len(counted)
+    return [max(int(n), math.ceil((expected or 0) / shards), 1) for n in counted]
+
+
 def hash_file(item: dict) -> dict:
-    """Step 1 for one input file: its kept documents' units, by shard; each paragraph's count of units."""
+    """Step 1 for one input file: its kept documents' units, by shard; each paragraph's count of units. The
+    documents go through in batches of about BATCH_BYTES of text (whole documents), each batch a row group
+    of every file written, so that step 2 and finalize can read them a batch at a time."""
     table = pq.read_table(item["filtered"], columns=["order", "text", "stage"])
     table = table.filter(pc.is_null(table["stage"]))
     table = table.filter(pc.invert(pc.is_in(table["order"], pa.array(item["dropped"], pa.int64())))).sort_by("order")
-    lines, found = units(table["text"], item["ngram"])
-    orders = table["order"].to_numpy()[lines["doc"]]
     name = part_name(item["file"])
     folder = Path(item["folder"])
-    (folder / "lines").mkdir(exist_ok=True)
-    lines_table = pa.table([orders, lines["para"], lines["units"]], schema=LINES_SCHEMA)
-    _write(folder / "lines" / name, lines_table)
-    shard = (found["hash"] >> np.uint64(40)) % np.uint64(item["shards"])  # by its top bits
-    counts = np.bincount(shard.astype(np.int64), minlength=item["shards"])
-    for s in np.flatnonzero(counts):
-        mine = shard == s
-        rows = found["line"][mine]  # in document order: the kernel lists them so
-        part = pa.table({"hash": found["hash"][mine], "order": orders[rows], "para": lines["para"][rows]})
-        (folder / "units" / f"shard-{s}").mkdir(parents=True, exist_ok=True)
-        _write(folder / "units" / f"shard-{s}" / name, part)
+    counts = np.zeros(item["shards"], np.int64)
+    with PartWriters() as writers:
+        for start, end in batches(table["text"]):
+            batch = table.slice(start, end - start)
+            lines, found = units(batch["text"], item["ngram"])
+            orders = batch["order"].to_numpy()[lines["doc"]]
+            lines_table = pa.table([orders, lines["para"], lines["units"]], schema=LINES_SCHEMA)
+            writers.write(folder / "lines" / name, lines_table)
+            shard = (found["hash"] >> np.uint64(40)) % np.uint64(item["shards"])  # by its top bits
+            in_batch = np.bincount(shard.astype(np.int64), minlength=item["shards"])
+            for s in np.flatnonzero(in_batch):
+                mine = shard == s
+                rows = found["line"][mine]  # in document order: the kernel lists them so
+                part = pa.table({"hash": found["hash"][mine], "order": orders[rows], "para": lines["para"][rows]})
+                for start, end in paragraph_slices(part, UNITS_PER_GROUP):  # step 2 reads a row group at a time
+                    writers.write(folder / "units" / f"shard-{s}" / name, part.slice(start, end - start))
+            counts += in_batch
     return {"units": counts.tolist()}
 
 
+def batches(texts: pa.ChunkedArray) -> list[tuple[int, int]]:
+    """(start, end) of consecutive slices of `texts` of about BATCH_BYTES of text, at least one text each."""
+    sizes = np.cumsum(pc.fill_null(pc.binary_length(texts), 0).to_numpy(zero_copy_only=False))
+    bounds, start = [], 0
+    while start < len(sizes):
+        before = sizes[start - 1] if start else 0
+        end = max(int(np.searchsorted(sizes, before + BATCH_BYTES, "right")), start + 1)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def paragraph_slices(part: pa.Table, limit: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive slices of `part`'s units (in key order) of about `limit` units, cut only
+    where a paragraph starts (step 2 needs whole paragraphs); a paragraph of more units is one slice."""
+    order, para = part["order"].to_numpy(), part["para"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, (order[1:] != order[:-1]) | (para[1:] != para[:-1])])
+    bounds, start = [], 0
+    while start < len(order):
+        after = int(np.searchsorted(starts, start + limit, "left"))
+        end = int(starts[after]) if after < len(starts) else len(order)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+class PartWriters:
+    """Parquet files written a row group at a time (one per call to write), each under a temporary name
+    until all are closed: a reader, or a rerun after a crash, never sees half a file under its name."""
+
+    def __init__(self) -> None:
+        self.open: dict[Path, pq.ParquetWriter] = {}
+
+    def write(self, path: Path, table: pa.Table) -> None:
+        if path not in self.open:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.open[path] = pq.ParquetWriter(path.with_name(f".{path.name}.tmp"), table.schema, use_dictionary=False)
+        self.open[path].write_table(table, row_group_size=max(table.num_rows, 1))  # one row group: whole paragraphs
+
+    def __enter__(self) -> PartWriters:
+        return self
+
+    def __exit__(self, failed, *_) -> None:
+        for path, writer in self.open.items():
+            writer.close()
+            tmp = path.with_name(f".{path.name}.tmp")
+            if failed:
+                tmp.unlink(missing_ok=True)
+            else:
+                os.replace(tmp, path)
+
+
 def find_seen(item: dict) -> dict:
-    """Step 2 for one shard: its units in the global order of documents, each asked whether it was seen."""
+    """Step 2 for one shard: its units in the global order of documents, each asked whether it was seen, a
+    row group (a batch of step 1's whole documents) at a time."""
     folder = Path(item["folder"])
     seen: BloomFilter | ExactSet = (
         BloomFilter(item["expected"], item["rate"]) if item["filter"] == "bloom" else ExactSet()
     )
     found = 0
-    for file in item["files"]:  # a file's orders are all below the next file's
-        path = folder / "units" / f"shard-{item['shard']}" / part_name(file)
-        if not path.exists():
-            continue
-        part = pq.read_table(path)
-        order, para = part["order"].to_numpy(), part["para"].to_numpy()
-        starts = np.ones(len(order), bool)
-        starts[1:] = (order[1:] != order[:-1]) | (para[1:] != para[:-1])
-        flags = seen_before(part["hash"].to_numpy(), np.cumsum(starts), seen)
-        if not flags.any():
-            continue
-        found += int(flags.sum())
-        counted = (
-            pa.table({"order": order[flags], "para": para[flags]})
-            .group_by(["order", "para"], use_threads=False)
-            .aggregate([([], "count_all")])
-            .rename_columns(["order", "para", "seen"])
-            .sort_by([("order", "ascending"), ("para", "ascending")])
-            .cast(SEEN_SCHEMA)
-        )
-        out = seen_folder(folder, file)
-        out.mkdir(parents=True, exist_ok=True)
-        _write(out / f"shard-{item['shard']}.parquet", counted)
+    with PartWriters() as writers:
+        for file in item["files"]:  # a file's orders are all below the next file's
+            path = folder / "units" / f"shard-{item['shard']}" / part_name(file)
+            if not path.exists():
+                continue
+            units_file = pq.ParquetFile(path)
+            for group in range(units_file.num_row_groups):
+                counted = _seen_in(units_file.read_row_group(group), seen)
+                if counted.num_rows:
+                    found += int(pc.sum(counted["seen"]).as_py())
+                    writers.write(seen_folder(folder, file) / f"shard-{item['shard']}.parquet", counted)
     return {
         "seen": found,
         "bytes": seen.bytes,
@@ -141,63 +206,87 @@ def find_seen(item: dict) -> dict:
     }
 
 
+def _seen_in(part: pa.Table, seen: BloomFilter | ExactSet) -> pa.Table:
+    """The units of `part` (whole paragraphs, in key order) seen before, counted per paragraph; they join `seen`."""
+    order, para = part["order"].to_numpy(), part["para"].to_numpy()
+    starts = np.ones(len(order), bool)
+    starts[1:] = (order[1:] != order[:-1]) | (para[1:] != para[:-1])
+    flags = seen_before(part["hash"].to_numpy(), np.cumsum(starts), seen)
+    return (
+        pa.table({"order": order[flags], "para": para[flags]})
+        .group_by(["order", "para"], use_threads=False)
+        .aggregate([([], "count_all")])
+        .rename_columns(["order", "para", "seen"])
+        .sort_by([("order", "ascending"), ("para", "ascending")])
+        .cast(SEEN_SCHEMA)
+    )
+
+
 def seen_folder(folder: Path, file: int) -> Path:
     """Where step 2 leaves one input file's units seen, a Parquet file per shard."""
     return folder / "seen" / part_name(file).removesuffix(".parquet")
 
 
-def _write(path: Path, table: pa.Table) -> None:
-    write_atomic(path, lambda tmp: pq.write_table(table, tmp))
-
-
-def removed_paragraphs(folder: Path, file: int, ngram: int | None, threshold: float) -> dict[int, set[int]]:
-    """For finalize: per document (order) of one input file, the numbers of its paragraphs that go."""
+def removed_paragraphs(
+    folder: Path, file: int, ngram: int | None, threshold: float, orders: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For finalize: the paragraphs of one input file's documents with an order in [first, last] (`orders`)
+    that go, as (order, para) arrays sorted by both. Reads only the row groups that hold those orders."""
     parts = sorted(seen_folder(folder, file).glob("shard-*.parquet"))
     if not parts:
-        return {}
-    seen = pa.concat_tables([pq.read_table(p) for p in parts])
-    seen = seen.group_by(["order", "para"], use_threads=False).aggregate([("seen", "sum")])
-    lines = pq.read_table(folder / "lines" / part_name(file))
-    joined = seen.join(lines, ["order", "para"])
-    share = pc.divide(joined["seen_sum"].cast(pa.float64()), joined["units"].cast(pa.float64()))
-    goes = joined.filter(pc.greater_equal(share, threshold if ngram else 1.0))
-    removed: dict[int, set[int]] = {}
-    for order, para in zip(goes["order"].to_pylist(), goes["para"].to_pylist()):
-        removed.setdefault(order, set()).add(para)
-    return removed
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    within = [("order", ">=", orders[0]), ("order", "<=", orders[1])]
+    seen = pa.concat_tables([pq.read_table(p, filters=within, schema=SEEN_SCHEMA) for p in parts])
+    if ngram:  # a paragraph's n-grams fall in several shards: summed, then over the paragraph's units
+        seen = seen.group_by(["order", "para"], use_threads=False).aggregate([("seen", "sum")])
+        lines = pq.read_table(folder / "lines" / part_name(file), filters=within, schema=LINES_SCHEMA)
+        joined = seen.join(lines, ["order", "para"])
+        share = pc.divide(joined["seen_sum"].cast(pa.float64()), joined["units"].cast(pa.float64()))
+        seen = joined.filter(pc.greater_equal(share, threshold))
+    seen = seen.select(["order", "para"]).sort_by([("order", "ascending"), ("para", "ascending")])
+    return seen["order"].to_numpy(), seen["para"].to_numpy().astype(np.int32)
 
 
 def edit(rows: pa.Table, file: int, settings: dict) -> tuple[pa.Table, dict]:
     """Step 3, in finalize, for the rows of one input file after the dedup verdicts: the kept documents'
     paragraphs that go leave their text (the lines around them stay), the share of characters removed goes in
-    `paragraph_removed`, and a document left under `min_words` words is rejected (its text in rejects/ as it
-    was). Returns the rows and what was removed (counts, the paragraphs removed most often, the documents most
-    changed)."""
-    removed = removed_paragraphs(Path(settings["folder"]), file, settings["ngram"], settings["threshold"])
+    `paragraph_removed`, and a document left under `min_words` words, or with none at all, is rejected (its
+    text in rejects/ as it was). Returns the rows and what was removed (counts, the paragraphs removed most
+    often, the documents most changed).
+
+    Memory: a document's lines are arrays (a few bytes a line), never a Python object each, and the
+    paragraphs removed are counted by hash in a table of at most TRACKED_PARAGRAPHS (RemovedCounts)."""
+    least_words = max(settings["min_words"], 1)  # a text with no words left is no document, whatever min_words
     columns = {name: rows[name].to_pylist() for name in ("text", "stage", "reason", "detail")}
     shares: list[float | None] = [None] * rows.num_rows
-    top: Counter[str] = Counter()
+    counts = RemovedCounts()
     stats = {"documents": 0, "documents_changed": 0, "paragraphs_removed": 0, "chars": 0, "chars_removed": 0}
     samples: list[dict] = []
-    for i, (order, doc_id) in enumerate(zip(rows["order"].to_pylist(), rows["id"].to_pylist())):
+    all_orders = rows["order"].to_numpy()
+    ends = {start: end for start, end in batches(rows["text"])}
+    for i, (order, doc_id) in enumerate(zip(all_orders.tolist(), rows["id"].to_pylist())):
+        if i in ends:  # the paragraphs that go, read for a batch of documents at a time
+            span = (order, int(all_orders[ends[i] - 1]))
+            orders, paras = removed_paragraphs(
+                Path(settings["folder"]), file, settings["ngram"], settings["threshold"], span
+            )
         text = columns["text"][i]
         if columns["stage"][i] is not None:
             continue
         shares[i] = 0.0
         stats["documents"] += 1
         stats["chars"] += len(text)
-        paras = removed.get(order)
-        if not paras:
+        mine = paras[np.searchsorted(orders, order, "left") : np.searchsorted(orders, order, "right")]
+        if not len(mine):
             continue
-        lines = text.split("\n")
-        kept = "\n".join(line for p, line in enumerate(lines) if p not in paras)
+        kept, removed_lines = without_lines(text, mine)
         share = 1 - len(kept) / len(text)
-        top.update(lines[p].strip()[:SHOWN_CHARS] for p in paras)
+        counts.add(i, removed_lines)
         stats["documents_changed"] += 1
-        stats["paragraphs_removed"] += len(paras)
+        stats["paragraphs_removed"] += len(mine)
         stats["chars_removed"] += len(text) - len(kept)
-        words = len(kept.split())
-        if words < settings["min_words"]:
+        words = count_words(kept, least_words)
+        if words < least_words:
             columns["stage"][i], columns["reason"][i] = "paragraph_dedup", "too_short"
             columns["detail"][i] = f"{share:.1%} of its characters removed, {words} words left"
         else:
@@ -207,10 +296,73 @@ def edit(rows: pa.Table, file: int, settings: dict) -> tuple[pa.Table, dict]:
                 sample = {"id": doc_id, "removed": round(share, 4), "before": text[: SHOWN_CHARS * 5]}
                 samples = sorted([*samples, sample | {"after": kept[: SHOWN_CHARS * 5]}], key=most_removed)
                 del samples[SAMPLES_PER_FILE:]
+    top = counts.most_common(TOP_PER_FILE, rows["text"])
     for name, values in columns.items():
         rows = rows.set_column(rows.schema.get_field_index(name), name, pa.array(values, pa.string()))
     rows = rows.append_column("paragraph_removed", pa.array(shares, pa.float64()))
-    return rows, stats | {"top": top.most_common(TOP_PER_FILE), "samples": samples}
+    return rows, stats | {"top": top, "samples": samples}
+
+
+def without_lines(text: str, paras: np.ndarray) -> tuple[str, dict[str, np.ndarray]]:
+    """`text` without its lines numbered `paras` (as "\\n".join of the lines left), and those lines' hashes and
+    byte spans in the text's UTF-8, worked out on arrays: a document of millions of one-word lines stays a few
+    bytes a line."""
+    data = np.frombuffer(text.encode(), np.uint8)
+    breaks = np.flatnonzero(data == 10)
+    starts = np.concatenate([[0], breaks + 1])
+    ends = np.concatenate([breaks, [len(data)]])
+    keep_line = np.ones(len(starts), bool)
+    keep_line[paras] = False
+    last_kept = np.flatnonzero(keep_line)[-1] if keep_line.any() else -1
+    keep = np.repeat(keep_line, ends - starts + 1)[: len(data)]  # each line's bytes and the "\n" after it
+    keep[breaks] = keep_line[:-1] & (np.arange(len(breaks)) < last_kept)  # a "\n" only between lines kept
+    lines = {"start": starts[paras], "end": ends[paras]}
+    return data[keep].tobytes().decode(), lines | {"hash": line_hashes(data, lines["start"], lines["end"])}
+
+
+def count_words(text: str, at_most: int) -> int:
+    """The words of `text` as str.split() finds them, counted up to `at_most` (no list of words is built)."""
+    return sum(1 for _ in itertools.islice(WORD.finditer(text), at_most))
+
+
+class RemovedCounts:
+    """The paragraphs removed in one file, counted by the hash of their stripped text: (hash, count, where
+    first seen) arrays. Past TRACKED_PARAGRAPHS distinct ones, the least counted half is dropped (the counts
+    of a paragraph dropped and seen again start over), so a file of millions of distinct paragraphs removed
+    holds a bounded table and the often removed ones, which the report lists, stay."""
+
+    def __init__(self) -> None:
+        self.hashes = np.zeros(0, np.uint64)
+        self.counts = np.zeros(0, np.int64)
+        self.first = np.zeros((0, 3), np.int64)  # row, byte start and end of the first occurrence
+
+    def add(self, row: int, lines: dict[str, np.ndarray]) -> None:
+        """Counts one document's removed lines (in document order)."""
+        mine, at, counts = np.unique(lines["hash"], return_index=True, return_counts=True)
+        where = np.column_stack([np.full(len(mine), row), lines["start"][at], lines["end"][at]])
+        unique, first, inverse = np.unique(np.concatenate([self.hashes, mine]), return_index=True, return_inverse=True)
+        self.counts = np.bincount(inverse, np.concatenate([self.counts, counts])).astype(np.int64)
+        self.first = np.concatenate([self.first, where])[first]  # np.unique's first: the earliest occurrence
+        self.hashes = unique
+        if len(unique) > TRACKED_PARAGRAPHS:
+            self._keep(self._ranked()[: TRACKED_PARAGRAPHS // 2])
+
+    def _ranked(self) -> np.ndarray:
+        """Most counted first, then first seen first (as Counter.most_common)."""
+        return np.lexsort((self.first[:, 1], self.first[:, 0], -self.counts))
+
+    def _keep(self, chosen: np.ndarray) -> None:
+        chosen = np.sort(chosen)  # the hashes stay sorted
+        self.hashes, self.counts, self.first = self.hashes[chosen], self.counts[chosen], self.first[chosen]
+
+    def most_common(self, n: int, texts: pa.ChunkedArray) -> list[tuple[str, int]]:
+        """The `n` most removed, each as its first occurrence's text, stripped, of `texts` (the file's rows)."""
+        top = []
+        for k in self._ranked()[:n]:
+            row, start, end = self.first[k]
+            line = texts[int(row)].as_py().encode()[start:end].decode()
+            top.append((line.strip()[:SHOWN_CHARS], int(self.counts[k])))
+        return top
 
 
 def most_removed(sample: dict) -> tuple:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from collections.abc import Iterable, Iterator
 
@@ -22,9 +23,29 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 # The pre-tokenizer regex of tokenizers' ByteLevel(use_regex=True): GPT-2's.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+PIECE_CHARS = 1 << 20  # a longer text is trained on and encoded in pieces of about this many characters
+# Where GPT-2's pre-tokenizer always splits, whatever comes before: after a character that is not a space (by
+# Python's \s, which holds every character the tokenizers' \s holds) and before an ASCII space, which no
+# pattern joins to what precedes it. Each side then pre-tokenizes as it did in the whole, and BPE never merges
+# across pre-tokens: the pieces' ids are the whole's.
+_CUT = re.compile(r"(?<=\S)(?=[ \t\n\r\f\v])")
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str]) -> Tokenizer:
+def text_pieces(text: str) -> list[str]:
+    """`text` cut, every PIECE_CHARS characters or so, where GPT-2's pre-tokenizer splits anyway (one long word
+    stays whole): tokenizers holds about 100 bytes a character of what it trains on or encodes at once."""
+    pieces, start = [], 0
+    while len(text) - start > PIECE_CHARS:
+        found = _CUT.search(text, start + PIECE_CHARS)
+        if found is None:
+            break
+        pieces.append(text[start : found.start()])
+        start = found.start()
+    pieces.append(text[start:])
+    return pieces
+
+
+def train_bpe(texts: Iterable[str | list[str]], vocab_size: int, special_tokens: list[str]) -> Tokenizer:
     """A byte-level BPE (GPT-2 style: every byte has a token, so any text encodes and decodes back exactly),
     trained on `texts`; the special tokens take the first ids, in the order given."""
     tokenizer = Tokenizer(models.BPE())
@@ -36,8 +57,15 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str]) 
         show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    tokenizer.train_from_iterator(texts, trainer)
+    tokenizer.train_from_iterator(_pieces(texts), trainer)  # the same words counted, a piece at a time
     return tokenizer
+
+
+def _pieces(texts: Iterable[str | list[str]]) -> Iterator[str]:
+    """Each text (given one by one or in lists) in text_pieces."""
+    for item in texts:
+        for text in [item] if isinstance(item, str) else item:
+            yield from text_pieces(text)
 
 
 MAX_TOKEN_ID = 2**24 - 1  # a given tokenizer's ids are checked against it (the largest real vocabularies: ~260k)
@@ -112,6 +140,21 @@ def as_tiktoken(tokenizer: Tokenizer) -> tuple[tiktoken.Encoding | None, str]:
     return tiktoken.Encoding("crawlbelt", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={}), "exact"
 
 
+def gpt2_pre_tokenizer(tokenizer: Tokenizer) -> bool:
+    """Whether `tokenizer` splits text first by GPT-2's byte-level pre-tokenizer alone, with nothing before it
+    and no added token holding a space: then a text may be encoded in text_pieces."""
+    spec = json.loads(tokenizer.to_str())
+    pre = spec.get("pre_tokenizer") or {}
+    spaced = any(re.search(r"\s", t["content"]) for t in spec.get("added_tokens") or [])
+    return (
+        spec.get("normalizer") is None
+        and pre.get("type") == "ByteLevel"
+        and not pre.get("add_prefix_space")
+        and pre.get("use_regex", True)
+        and not spaced
+    )
+
+
 class DocumentEncoder:
     """Encodes batches of document texts to ids, adding no special tokens: packing places the end tokens.
 
@@ -136,10 +179,24 @@ class DocumentEncoder:
         self.dtype = token_dtype(id_limit(self.plain))
         self.fast, why = as_tiktoken(self.plain) if engine == "auto" else (None, "tokenizers chosen")
         self.engine = "tiktoken" if self.fast else f"tokenizers ({why})"
+        self.cuttable = gpt2_pre_tokenizer(self.plain)
 
     def __call__(self, texts: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
-        """(tokens per text, all ids concatenated); a missing text counts as empty."""
+        """(tokens per text, all ids concatenated); a missing text counts as empty. With GPT-2's
+        pre-tokenizer, a long text is encoded in pieces (text_pieces), PIECE_CHARS of them at a time."""
         strings = [t or "" for t in texts]
+        if not self.cuttable or all(len(t) <= PIECE_CHARS for t in strings):
+            return self._encode(strings)
+        pieces = [text_pieces(t) for t in strings]
+        flat = list(itertools.chain.from_iterable(pieces))
+        sizes = np.cumsum([len(p) for p in flat])
+        groups = np.searchsorted(sizes, np.arange(PIECE_CHARS, sizes[-1], PIECE_CHARS), "right")
+        parts = [self._encode(flat[a:b]) for a, b in zip([0, *groups], [*groups, len(flat)]) if b > a]
+        lengths = np.concatenate([p[0] for p in parts])
+        firsts = np.cumsum([0] + [len(p) for p in pieces[:-1]])
+        return np.add.reduceat(lengths, firsts), np.concatenate([p[1] for p in parts])
+
+    def _encode(self, strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if self.fast:
             return self._flat([self.fast.encode_ordinary(t) for t in strings])
         lengths, values = self._flat([e.ids for e in self.plain.encode_batch_fast(strings, add_special_tokens=False)])

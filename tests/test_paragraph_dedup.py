@@ -258,3 +258,141 @@ def test_a_paragraph_setting_out_of_range_is_one_line_naming_it(setting, message
     with pytest.raises(ConfigError) as error:
         load_config(str(CONFIGS / "local.yaml"), overrides=[setting], output=str(tmp_path / "o"))
     assert str(error.value).startswith(message) and "\n" not in str(error.value), str(error.value)
+
+
+# Paragraph dedup's steps called directly, without an engine: step 1 per file, step 2 per shard, then finalize's
+# edit of the file's rows (issue 46's cases: bounded memory, the filter's size, texts left empty, Unicode spaces).
+SETTINGS = {"ngram": None, "threshold": 0.8, "min_words": MIN_WORDS}
+
+
+def steps(folder: Path, texts: list[str], shards: int = 2, **settings) -> tuple[pa.Table, dict]:
+    """Steps 1 and 2 and finalize's edit over one input file of `texts` (every document kept by the stages)."""
+    from pipeline import paragraphs
+
+    n = len(texts)
+    rows = pa.table(
+        {
+            "order": pa.array(range(n), pa.int64()),
+            "id": [f"d{i}" for i in range(n)],
+            "text": pa.array(texts, pa.string()),
+            "stage": pa.nulls(n, pa.string()),
+            "reason": pa.nulls(n, pa.string()),
+            "detail": pa.nulls(n, pa.string()),
+        }
+    )
+    (folder / "filtered").mkdir(parents=True, exist_ok=True)
+    pq.write_table(rows, folder / "filtered" / "file-00000.parquet")
+    work = folder / "paragraphs"
+    work.mkdir(exist_ok=True)
+    item = {"filtered": str(folder / "filtered" / "file-00000.parquet"), "folder": str(work), "file": 0}
+    counted = paragraphs.hash_file(item | {"dropped": [], "ngram": 0, "shards": shards})
+    for s in range(shards):
+        step = {"folder": str(work), "shard": s, "files": [0], "filter": "exact", "rate": 0.001}
+        paragraphs.find_seen(step | {"expected": max(counted["units"][s], 1)})
+    return paragraphs.edit(rows, 0, {"folder": str(work)} | SETTINGS | settings)
+
+
+def test_a_document_with_no_words_left_is_rejected_whatever_min_words(tmp_path):
+    rows, stats = steps(tmp_path, [BANNER + "\n" + FOOTER, BANNER + "\n\n" + FOOTER + "\n"], min_words=0)
+    assert rows["stage"].to_pylist() == [None, "paragraph_dedup"] and rows["reason"][1].as_py() == "too_short"
+    assert rows["detail"][1].as_py().endswith(", 0 words left")
+
+
+def test_a_line_of_unicode_spaces_is_no_paragraph_and_never_listed_as_removed(tmp_path):
+    spaces = "\u00a0\u2003\u3000 \u202f"
+    lines, _ = units(pa.array([f"a\n{spaces}\nb\u00a0c\n\u2028"]))
+    assert lines["para"].tolist() == [0, 2]  # the line of spaces and the lone line separator are no paragraphs
+    first = "\n".join([BANNER, spaces, words(random.Random(1), 30)])
+    second = "\n".join([spaces, BANNER.replace(" ", "\u00a0"), words(random.Random(2), 30), spaces])
+    rows, stats = steps(tmp_path, [first, second])
+    assert rows["text"][1].as_py() == "\n".join([spaces, words(random.Random(2), 30), spaces])
+    assert [text for text, _ in stats["top"]] == [BANNER.replace(" ", "\u00a0")]  # the banner, not a blank
+
+
+def peak_mb_of_child(script: str, cap_mb: int = 1500, timeout: float = 120) -> float:
+    """Runs `script` (which prints nothing) in a fresh Python and returns its peak RSS in MB; kills it past
+    `cap_mb` (an assertion error) so that a broken bound cannot take the machine."""
+    import time
+
+    code = script + "\nprint([r for r in open('/proc/self/status') if r.startswith('VmHWM')][0].split()[1])\n"
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    started = time.monotonic()
+    while child.poll() is None:
+        try:
+            status = Path(f"/proc/{child.pid}/status").read_text()
+            rss = int(next(row for row in status.splitlines() if row.startswith("VmRSS")).split()[1]) / 1024
+        except (OSError, StopIteration):
+            rss = 0
+        if rss > cap_mb or time.monotonic() - started > timeout:
+            child.kill()
+            child.wait()
+            raise AssertionError(f"killed at {rss:.0f} MB RSS after {time.monotonic() - started:.0f} s")
+        time.sleep(0.05)
+    out, err = child.communicate()
+    assert child.returncode == 0, err.decode()[-2000:]
+    return int(out.split()[-1]) / 1024
+
+
+def test_the_bloom_filters_estimate_counts_its_bits_without_unpacking_them():
+    # a 128 MB filter with its pages touched; unpacking a byte per bit would hold 1 GB more
+    script = (
+        "import numpy as np\nfrom stages.paragraphs import BloomFilter\n"
+        "b = BloomFilter(70_000_000, 0.001)\nb.words[:] = np.uint64(0x0101010101010101)\n"
+        "assert b.bytes > 120e6 and abs(b.estimated_false_positive_rate() - 0.125 ** b.probes) < 1e-12\n"
+    )
+    assert peak_mb_of_child(script) < 128 + 250
+
+
+@pytest.mark.slow
+def test_paragraph_dedup_of_a_file_of_one_word_lines_keeps_a_bounded_memory(tmp_path):
+    # three 9 MB documents of one-word lines (4.5 million paragraphs each, all but a few removed): the steps
+    # and finalize's edit of the file held every removed paragraph as Python objects (killed at 2.5 GB here;
+    # 1.0 GB now, the process's 0.35 GB of imports and texts included)
+    script = (
+        "import sys; sys.path.insert(0, 'tests')\nfrom pathlib import Path\n"
+        "from test_paragraph_dedup import steps\n"
+        "texts = [('w%d\\n' % i) + 'a\\nb\\n' * 2_250_000 for i in range(3)]\n"
+        f"rows, stats = steps(Path({str(tmp_path)!r}), texts, min_words=1)\ndel texts\n"
+        "assert stats['paragraphs_removed'] == 3 * 4_500_000 - 2 and rows['stage'].null_count == 3\n"
+        "assert stats['top'] == [('a', 3 * 2_250_000 - 1), ('b', 3 * 2_250_000 - 1)], stats['top']\n"
+    )
+    assert peak_mb_of_child(script, cap_mb=2500) < 1200
+
+
+def test_a_bloom_filter_is_sized_for_the_units_counted_when_expected_is_fewer():
+    from pipeline.paragraphs import units_per_shard
+
+    assert units_per_shard(1, np.array([40_000, 0])) == [40_000, 1]  # `expected: 1`: 8 bytes before
+    assert units_per_shard(1_000_000, np.array([40_000, 10])) == [500_000, 500_000]
+    rng = np.random.default_rng(1)
+    hashes = rng.integers(0, 2**63, size=40_000, dtype=np.uint64)
+    bloom = BloomFilter(units_per_shard(1, np.array([40_000]))[0], 0.001)
+    assert seen_before(hashes, np.arange(len(hashes)), bloom).sum() < 40_000 * 0.003  # all new: the rate holds
+
+
+def test_validate_refuses_a_bloom_filter_too_large_naming_its_size(tmp_path):
+    from pipeline.config import ConfigError
+    from pipeline.config_load import load_config
+
+    settings = ["dedup.paragraphs.enabled=true", "dedup.paragraphs.expected=1000000000000"]
+    with pytest.raises(ConfigError) as error:
+        load_config(str(CONFIGS / "local.yaml"), overrides=settings, output=str(tmp_path / "o"))
+    message = str(error.value)
+    assert message.startswith("dedup.paragraphs.expected: ") and "\n" not in message, message
+    assert "209.2 GiB per shard" in message, message
+
+
+def test_validate_refuses_paragraph_dedup_with_a_curated_source_in_one_line(tmp_path):
+    from pipeline.config import ConfigError
+    from pipeline.config_load import load_config
+
+    pq.write_table(pa.table({"text": ["an earlier run's document"]}), tmp_path / "part-00000.parquet")
+    raw = yaml.safe_load((CONFIGS / "local.yaml").read_text())
+    earlier = {"name": "earlier", "input": [str(tmp_path / "part-00000.parquet")], "curated": True}
+    raw["sources"] = [raw["sources"][0] | {"input": [str(CONFIGS / "../tests/fixtures/warc/*")]}, earlier]
+    raw["dedup"]["paragraphs"], raw["classifier"] = {"enabled": True}, {"kind": "none"}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as error:
+        load_config(str(tmp_path / "c.yaml"), output=str(tmp_path / "o"))
+    message = str(error.value)
+    assert message.startswith("dedup.paragraphs.enabled: sources[1] ('earlier') is curated") and "\n" not in message
