@@ -212,6 +212,8 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
         ) from None
     key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
     if (count := schema.names.count(column)) > 1:
+        if not config.sources[i].curated:  # the reader rejects the file by name, the rest of the folder is read
+            return
         raise ConfigError(
             f"sources[{i}].input: {path!r} has {count} columns named {column!r} ({key}); keep one, or name another column"
         )

@@ -327,15 +327,14 @@ def test_a_parquet_column_named_twice_besides_the_text_is_read_from_its_first(tm
     assert validate(tmp_path, {"input": [str(path)]}).returncode == 0
 
 
-def test_two_text_columns_are_one_line_at_validate_and_one_named_reject_in_the_reader(tmp_path):
-    path = tmp_path / "two texts.parquet"
+def test_two_text_columns_are_one_named_reject_and_the_folder_is_read(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "two texts.parquet"
     pq.write_table(pa.Table.from_arrays([pa.array(texts(2)), pa.array(["b", "c"])], names=["text", "text"]), path)
-    result = validate(tmp_path, {"input": [str(path)]})
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.strip() == (
-        f"config error: sources[0].input: {str(path)!r} has 2 columns named 'text' (sources[0].text_field); "
-        "keep one, or name another column"
-    )
+    (folder / "good.jsonl").write_bytes(jsonl_bytes(2))
+    result = validate(tmp_path, {"input": [str(folder)]})
+    assert result.returncode == 0, result.stderr[-3000:]
     rows = [row for table in read_parquet(str(path), 0, "web") for row in table.to_pylist()]
     assert [(row["reason"], row["detail"]) for row in rows] == [
         ("read:malformed", f'{path}: 2 columns named "text" (columns: text, text)')
