@@ -25,6 +25,7 @@ from stages.langid import METHODS as LANGUAGE_METHODS
 from stages.langid import STOP_WORDS, default_lid_model_path
 from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
+from stages.file_names import real_path
 from stages.quality import WORDS as QUALITY_WORDS
 from stages.read_text import FORMAT_NAMES, column_type, plain_format, text_column_problem
 from stages.url_filter import read_blocklist
@@ -421,7 +422,9 @@ def _check_local_output(config: Config) -> None:
 
     out = Path(config.output)
     for i, source in enumerate(config.sources):
-        inside = [f for f in source.files if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
+        inside = [
+            f for f in source.files if "://" not in f and Path(real_path(f)).resolve().is_relative_to(out.resolve())
+        ]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")
     if out.exists() and not out.is_dir():
