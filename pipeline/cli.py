@@ -21,6 +21,7 @@ from pipeline import reaper, redact
 from pipeline.config import ConfigError
 from pipeline.config_load import load_config
 from pipeline.train.plan import parse_count
+from stages.file_names import real_path
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -372,7 +373,7 @@ def validate_command(args) -> int:
 
 def input_bytes(files: list[str], storage_settings) -> int:
     s3 = [f.removeprefix("s3://") for f in files if f.startswith("s3://")]
-    local = sum(os.path.getsize(f) for f in files if not f.startswith("s3://"))
+    local = sum(os.path.getsize(real_path(f)) for f in files if not f.startswith("s3://"))
     if not s3:
         return local
     from pipeline.storage import s3_filesystem

@@ -26,6 +26,7 @@ from stages.langid import STOP_WORDS, default_lid_model_path
 from stages.paragraphs import filter_too_large
 from stages.pii import KINDS as PII_KINDS
 from stages.quality import STOP_WORDS as QUALITY_STOP_WORDS
+from stages.file_names import real_path
 from stages.quality import WORDS as QUALITY_WORDS
 from stages.read_text import FORMAT_NAMES, column_type, plain_format, text_column_problem
 from stages.url_filter import read_blocklist
@@ -214,6 +215,8 @@ def _check_text_column(config: Config, i: int, path: str, column: str) -> None:
         ) from None
     key = "a curated source reads `text`" if config.sources[i].curated else f"sources[{i}].text_field"
     if (count := schema.names.count(column)) > 1:
+        if not config.sources[i].curated:  # the reader rejects the file by name, the rest of the folder is read
+            return
         raise ConfigError(
             f"sources[{i}].input: {path!r} has {count} columns named {column!r} ({key}); keep one, or name another column"
         )
@@ -444,7 +447,9 @@ def _check_local_output(config: Config) -> None:
 
     out = Path(config.output)
     for i, source in enumerate(config.sources):
-        inside = [f for f in source.files if "://" not in f and Path(f).resolve().is_relative_to(out.resolve())]
+        inside = [
+            f for f in source.files if "://" not in f and Path(real_path(f)).resolve().is_relative_to(out.resolve())
+        ]
         if inside:
             raise ConfigError(f"sources[{i}].input: {inside[0]!r} is inside the output folder, which this run replaces")
     if out.exists() and not out.is_dir():

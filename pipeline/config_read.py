@@ -11,6 +11,7 @@ import dataclasses
 import glob
 import math
 import os
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ import yaml
 
 from pipeline import redact
 from pipeline.config import Config, ConfigError, Problems, StorageConfig
+from stages.file_names import ambiguous, escaped_name, real_path
 
 
 def _type_name(tp) -> str:
@@ -180,34 +182,42 @@ def file_key(path: str) -> str | tuple[int, int]:
     """What a file is, however it is reached: its device and inode locally, its URI on object storage."""
     if "://" in path:
         return path
-    status = os.stat(path)
+    status = os.stat(real_path(path))
     return status.st_dev, status.st_ino
 
 
 def _local_files(pattern: str) -> list[str]:
     if os.path.isfile(pattern):
-        return [os.path.abspath(pattern)]
+        _check_names(pattern, [pattern])
+        return [escaped_name(os.path.abspath(pattern))]
     folder = os.path.isdir(pattern)
     found = _glob(os.path.join(glob.escape(pattern), "**", "*") if folder else pattern)
-    not_utf8 = sorted(p for p in found if not _is_utf8(p))
-    if not_utf8:  # the file's name goes into the output's Parquet string columns and its manifest
-        raise ConfigError(
-            f"input {pattern!r}: the file name '{_escaped(not_utf8[0])}' is not UTF-8, which the output's file "
-            "columns hold; rename it (convmv -f latin1 -t utf8 --notest)"
-        )
+    _check_names(pattern, found)
     if folder:  # as Spark and Arrow read a folder: `_SUCCESS`, `_metadata`, `_temporary/` are the writer's
         found = [p for p in found if not any(part.startswith("_") for part in Path(p).relative_to(pattern).parts)]
     broken = sorted(p for p in found if not os.path.exists(p))  # glob lists a link whose target is gone
     if broken:
         more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
         raise ConfigError(
-            f"input {pattern!r}: {broken[0]!r} is a broken symbolic link (to "
+            f"input {pattern!r}: '{escaped_name(broken[0])}' is a broken symbolic link (to "
             f"{os.readlink(broken[0])!r}){more}; remove it or fix its target"
         )
-    files = sorted(os.path.abspath(p) for p in found if os.path.isfile(p))
+    files = sorted(escaped_name(os.path.abspath(p)) for p in found if os.path.isfile(p))
     if folder and not files:
         raise ConfigError(f"input {pattern!r} is a folder with no file in it")
     return files
+
+
+def _check_names(pattern: str, found: list[str]) -> None:
+    """A name that is not UTF-8 goes on escaped (`caf\\xe9.jsonl`), as the output's text columns hold it; so a
+    name holding such an escape as text could not be told from it."""
+    if unclear := sorted(p for p in found if ambiguous(p)):
+        name = escaped_name(unclear[0])
+        escape = re.findall(r"\\x[89a-f][0-9a-f]", name)[-1]
+        raise ConfigError(
+            f"input {pattern!r}: the file name '{name}' holds '{escape}' as text, which the belt writes for a "
+            "byte of a name that is not UTF-8; rename it"
+        )
 
 
 def _glob(pattern: str) -> list[str]:
@@ -257,18 +267,6 @@ def _visible(folder: str) -> list[str]:
 
 def _is_dir(folder: str, name: str) -> bool:
     return os.path.isdir(os.path.join(folder, name))
-
-
-def _is_utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")  # a name that is not UTF-8 comes from os as lone surrogates
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _escaped(path: str) -> str:
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def read_config(path: str | None, overrides: Sequence[str] = (), problems: Problems | None = None) -> Config:

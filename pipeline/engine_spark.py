@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig
 from pipeline.spark_components import connected_components as _components
+from stages.table_rows import sort_rows
 
 log = logging.getLogger("crawlbelt")
 # pyspark checks for pandas, which the belt's Arrow functions do not use, and warns about pandas 3
@@ -394,7 +394,7 @@ def _split(table: pa.Table, by: str) -> Iterator[tuple[str, pa.Table]]:
     """(value, rows with that value) for each value of the column `by`, rows in their order."""
     if not table.num_rows:
         return
-    table = table.take(pc.sort_indices(table, [(by, "ascending")]))
+    table = sort_rows(table, by)  # a stable sort, as sort_indices; a file's texts may pass 2 GiB
     values = table[by].to_pylist()
     starts = [0] + [i for i in range(1, len(values)) if values[i] != values[i - 1]] + [len(values)]
     for start, end in zip(starts, starts[1:]):
@@ -403,7 +403,7 @@ def _split(table: pa.Table, by: str) -> Iterator[tuple[str, pa.Table]]:
 
 def _group_rows(group: pa.Table) -> pa.Table:
     """One group's pieces back as one table, in the source's order (item, batch, piece)."""
-    group = group.sort_by([("index", "ascending"), ("seq", "ascending"), ("piece", "ascending")])
+    group = sort_rows(group, [("index", "ascending"), ("seq", "ascending"), ("piece", "ascending")])  # > 2 GiB too
     return pa.concat_tables([_from_bytes(payload) for payload in group["payload"].to_pylist()])
 
 

@@ -27,6 +27,7 @@ from pipeline import engine, spec, storage
 from pipeline.config import Config, Source, input_format
 from pipeline.storage import open_input, write_atomic
 from stages.ledger import run_on_alive
+from stages.file_names import real_path
 from stages.read_text import read_jsonl, read_parquet
 from stages.user import UserStage
 from stages.warc_read import DOCUMENT_SCHEMA, read_warc
@@ -324,7 +325,7 @@ def fingerprint(config: Config, files: list[tuple[str, str]]) -> str:
     another fingerprint are redone."""
 
     def stamp(path: str, owner: str) -> list:
-        stat = os.stat(path) if os.path.exists(path) else None  # s3:// inputs: the URI alone
+        stat = os.stat(real_path(path)) if os.path.exists(real_path(path)) else None  # s3:// inputs: the URI alone
         return [path, owner, stat and stat.st_size, stat and stat.st_mtime_ns]
 
     inputs = [stamp(path, source) for path, source in files]

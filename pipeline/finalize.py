@@ -19,6 +19,7 @@ from pipeline import engine, paragraphs, redact, spec
 from pipeline.config import json_value
 from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
+from stages.table_rows import sort_rows
 
 DOC_COLUMNS = [
     "id",
@@ -61,7 +62,7 @@ def write_part(
 ) -> pa.Table:
     """Per group: all rows of one input file in, its docs and rejects parts written, its counts out.
     `paragraph_dedup`: where paragraph dedup left its verdicts, and its settings (pipeline/paragraphs.py)."""
-    rows = rows.sort_by("order")
+    rows = sort_rows(rows, "order")  # a file's texts may pass 2 GiB: no sort_by
     file_index = rows["order"][0].as_py() >> 40
     rows = _with_optional_columns(_apply_verdicts(rows, verdicts))
     removed = None

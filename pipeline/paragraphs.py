@@ -36,6 +36,7 @@ from pipeline.config import ConfigError, ParagraphDedupConfig, PassResources
 from pipeline.filtering import part_name
 from pipeline.storage import part_index
 from stages.paragraphs import BloomFilter, ExactSet, filter_too_large, line_hashes, seen_before, units
+from stages.table_rows import sort_rows
 
 SHOWN_CHARS = 200  # of a paragraph listed in the manifest (samples: five times as many)
 TOP_PER_FILE = 50  # the paragraphs removed most often, per input file, summed over files for the report
@@ -104,7 +105,8 @@ def hash_file(item: dict) -> dict:
     of every file written, so that step 2 and finalize can read them a batch at a time."""
     table = pq.read_table(item["filtered"], columns=["order", "text", "stage"])
     table = table.filter(pc.is_null(table["stage"]))
-    table = table.filter(pc.invert(pc.is_in(table["order"], pa.array(item["dropped"], pa.int64())))).sort_by("order")
+    table = table.filter(pc.invert(pc.is_in(table["order"], pa.array(item["dropped"], pa.int64()))))
+    table = sort_rows(table, "order")  # a file's texts may pass 2 GiB: no sort_by
     name = part_name(item["file"])
     folder = Path(item["folder"])
     counts = np.zeros(item["shards"], np.int64)

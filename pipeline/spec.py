@@ -137,7 +137,8 @@ READ = StageSpec(
     section="read",
     summary="warcio over WARC/ARC, plain, gzip or zstd (`.warc.zst`, with or without a dictionary); one row per "
     "record; HTTP bodies decoded from gzip, deflate, br or zstd; WET `conversion` records (text/plain) are "
-    "documents whose text skips extraction; WAT `metadata` records are not documents; JSONL and Parquet "
+    "documents whose text skips extraction, decoded by the charset their Content-Type declares (else UTF-8); "
+    "WAT `metadata` records are not documents; JSONL and Parquet "
     "sources give their text field",
     rejects="`read:not_html`, `read:http_status`, `read:too_large`, `read:content_encoding` (unknown, or not valid "
     "data in its encoding), `read:malformed`, `read:not_text` (an HTML page in a belt without "

@@ -22,6 +22,8 @@ from collections.abc import Callable
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from stages.file_names import real_path
+
 OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "run.log", "README.md", "manifest.json")
 MARKER = ".crawlbelt"  # in every output crawlbelt writes: {"format": MARKER_FORMAT, "version": ..., "kind": ...}
 MARKER_FORMAT, MARKER_VERSION = "crawlbelt-output", 1
@@ -74,12 +76,13 @@ def open_input(path: str, settings):
     """A binary file object for a local path or an s3:// URI (random access: the WARC reader seeks)."""
     if is_s3(path):
         return s3_filesystem(settings).open_input_file(_key(path))
-    return open(path, "rb")
+    return open(real_path(path), "rb")  # a name that is not UTF-8 comes escaped
 
 
 def parquet_file(path: str, settings) -> pq.ParquetFile:
     """A Parquet file at a local path or an s3:// URI."""
-    return pq.ParquetFile(open_input(path, settings) if is_s3(path) else path)
+    local = not is_s3(path) and real_path(path) == path  # Arrow takes only a UTF-8 path; else a Python file
+    return pq.ParquetFile(path if local else open_input(path, settings))
 
 
 def write_atomic(path: Path, content: bytes | str | Callable[[Path], None]) -> None:

@@ -26,6 +26,7 @@ from warcio.bufferedreaders import ChunkedDataReader
 from warcio.recordloader import ARC2WARCHeadersParser
 
 from stages.compressed import ENCODINGS, ZSTD_MAGIC, BodyError, ZstdFrames, decode_body, is_zstd_file, read_dictionary
+from stages.file_names import real_path
 from stages.ledger import NOT_DOCUMENT
 
 DOCUMENT_SCHEMA = pa.schema(
@@ -207,7 +208,7 @@ def _describe(error: BaseException, stderr: str = "") -> str:
 
 
 def open_local(path: str) -> BinaryIO:
-    return open(path, "rb")
+    return open(real_path(path), "rb")  # a name that is not UTF-8 comes escaped
 
 
 def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO]) -> Iterator[dict]:

@@ -13,7 +13,8 @@ duplicates). The files (HOSTILE: kind -> file name, under OUT_DIR):
   a byte order mark and CRLF line ends, a zero-byte file and an empty gzip file;
 - Parquet: a large_string text column with int ids and null texts and ids; three row groups with page
   checksums, the second one's text page garbled; two `url` columns, as a join writes;
-- names with spaces, `#`, `?`, `*` and non-ASCII letters, in nested folders with such names; a symbolic
+- names with spaces, `#`, `?`, `*` and non-ASCII letters, in nested folders with such names, and one that is
+  not UTF-8 (Latin-1 `caf\\xe9.jsonl`, written escaped so in the output); a symbolic
   link and a hard link to files of the set (each file is to be read once, however it is reached).
 
 `recoverable(path)` gives the texts of the records a standard tool gets back from a file: the lines of
@@ -59,6 +60,7 @@ HOSTILE = {
     "zstd_garbled": "ünï/garbled frame.jsonl.zst",
     "zstd_junk": "ünï/junk after.jsonl.zst",
     "bad_lines": "bad lines.jsonl",
+    "latin1_name": "caf\udce9.jsonl",  # the bytes caf\xe9: a Latin-1 disk's name, not UTF-8 (os.fsdecode's str)
     "bom_crlf": "bom crlf.ndjson",
     "zero_bytes": "zero bytes.jsonl",
     "empty_gzip": "empty.jsonl.gz",
@@ -187,6 +189,7 @@ def contents() -> dict[str, bytes]:
         "zstd_garbled": three[0] + garble(three[1], 6) + three[2],
         "zstd_junk": zstd_frame(lines("zstd_junk", 20)) + b"\x00junk after the frame" * 3,
         "bad_lines": bad_lines(),
+        "latin1_name": lines("latin1_name", 5),
         "bom_crlf": b"\xef\xbb\xbf" + lines("bom_crlf", 10).replace(b"\n", b"\r\n"),
         "zero_bytes": b"",
         "empty_gzip": gz(b""),

@@ -18,7 +18,10 @@ import yaml
 from backports import zstd
 
 from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
+from pipeline import filtering
+from pipeline.config_load import load_config
 from pipeline.config_read import expand_inputs
+from stages.file_names import escaped_name
 from stages.read_text import read_jsonl, read_parquet
 from stages.warc_read import read_warc
 from testdata import make_hostile_inputs
@@ -243,7 +246,8 @@ def test_a_nested_parquet_text_is_read_by_its_dotted_name_as_in_jsonl(tmp_path, 
 def test_hostile_inputs_keep_what_standard_tools_recover_and_each_file_is_read_once(tmp_path, settings, run_here):
     inputs = tmp_path / "in put #1"
     paths = make_hostile_inputs.write_all(inputs)
-    files = {kind: str(path) for kind, path in paths.items() if kind not in make_hostile_inputs.LINKS}
+    paths = {kind: path for kind, path in paths.items() if kind not in make_hostile_inputs.LINKS}
+    files = {kind: escaped_name(str(path)) for kind, path in paths.items()}  # the Latin-1 name as the output has it
     patterns = [str(inputs), str(inputs / "dir with space" / "*.gz"), files["bad_lines"]]  # most files twice
     out = tmp_path / "out"
     run_here(belt_config(tmp_path, {"input": patterns, "id_field": "id"}), out, settings)
@@ -260,7 +264,7 @@ def test_hostile_inputs_keep_what_standard_tools_recover_and_each_file_is_read_o
         unread = [row for row in rejected if row["reason"] != "exact_duplicate"]  # garbled gzip copies texts
         assert all(row["reason"] == "read:malformed" and row["detail"].startswith(path) for row in unread), kind
         read_whole = kept + [row["text"] for row in rejected if row["reason"] == "exact_duplicate"]
-        assert sorted(read_whole) == sorted(make_hostile_inputs.recoverable(Path(path))), kind
+        assert sorted(read_whole) == sorted(make_hostile_inputs.recoverable(paths[kind])), kind
         assert records.get(path, 0) == len(kept) + len(rejected), kind
 
 
@@ -327,32 +331,57 @@ def test_a_parquet_column_named_twice_besides_the_text_is_read_from_its_first(tm
     assert validate(tmp_path, {"input": [str(path)]}).returncode == 0
 
 
-def test_two_text_columns_are_one_line_at_validate_and_one_named_reject_in_the_reader(tmp_path):
-    path = tmp_path / "two texts.parquet"
+def test_two_text_columns_are_one_named_reject_and_the_folder_is_read(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "two texts.parquet"
     pq.write_table(pa.Table.from_arrays([pa.array(texts(2)), pa.array(["b", "c"])], names=["text", "text"]), path)
-    result = validate(tmp_path, {"input": [str(path)]})
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.strip() == (
-        f"config error: sources[0].input: {str(path)!r} has 2 columns named 'text' (sources[0].text_field); "
-        "keep one, or name another column"
-    )
+    (folder / "good.jsonl").write_bytes(jsonl_bytes(2))
+    result = validate(tmp_path, {"input": [str(folder)]})
+    assert result.returncode == 0, result.stderr[-3000:]
     rows = [row for table in read_parquet(str(path), 0, "web") for row in table.to_pylist()]
     assert [(row["reason"], row["detail"]) for row in rows] == [
         ("read:malformed", f'{path}: 2 columns named "text" (columns: text, text)')
     ]
 
 
-def test_a_file_name_that_is_not_utf8_is_one_line_naming_it_escaped(tmp_path):
+def test_a_file_name_that_is_not_utf8_is_read_and_named_escaped(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "good.jsonl").write_bytes(jsonl_bytes(2))
     with open(os.fsencode(folder) + b"/caf\xe9.jsonl", "wb") as handle:  # a Latin-1 name
         handle.write(jsonl_bytes(2))
+    assert validate(tmp_path, {"input": [str(folder)]}).returncode == 0
+    escaped = f"{folder}/caf\\xe9.jsonl"  # as os.fsdecode, then backslashreplace, writes it
+    assert expand_inputs([str(folder)]) == [escaped, str(folder / "good.jsonl")]
+    rows = [row for table in read_jsonl(escaped, 0, "web") for row in table.to_pylist()]
+    assert [(row["reason"], row["file"], row["text"]) for row in rows] == [(None, escaped, t) for t in texts(2)]
+
+
+def test_a_file_name_that_is_not_utf8_changed_on_disk_changes_the_filter_fingerprint(tmp_path):
+    # a rerun keeps the filter pass's parts only if its inputs are unchanged: the escaped name is stat'ed as the file
+    folder = tmp_path / "in"
+    folder.mkdir()
+    latin1 = os.fsencode(folder) + b"/caf\xe9.jsonl"
+    with open(latin1, "wb") as handle:
+        handle.write(jsonl_bytes(2))
+    config = load_config(str(belt_config(tmp_path, {"input": [str(folder)]})), output=str(tmp_path / "out"))
+    files = filtering.input_files(config)
+    before = filtering.fingerprint(config, files)
+    with open(latin1, "ab") as handle:
+        handle.write(jsonl_bytes(1))
+    assert filtering.fingerprint(config, files) != before
+
+
+def test_a_utf8_file_name_holding_an_escape_as_text_is_one_line(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "caf\\xe9.jsonl").write_bytes(jsonl_bytes(2))  # the text an escaped Latin-1 name is written as
     result = validate(tmp_path, {"input": [str(folder)]})
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.strip() == (
-        f"config error: input {str(folder)!r}: the file name '{folder}/caf\\xe9.jsonl' is not UTF-8, "
-        "which the output's file columns hold; rename it (convmv -f latin1 -t utf8 --notest)"
+        f"config error: input {str(folder)!r}: the file name '{folder}/caf\\xe9.jsonl' holds '\\xe9' as text, "
+        "which the belt writes for a byte of a name that is not UTF-8; rename it"
     )
 
 

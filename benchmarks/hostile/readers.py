@@ -56,14 +56,19 @@ def parquet_url_twice(folder: Path) -> list[str]:
 
 
 def parquet_text_twice(folder: Path) -> list[str]:
-    """`validate` over a Parquet file with two `text` columns (before: a traceback; after: one line)."""
+    """A folder run over a JSONL file and a Parquet file with two `text` columns (first: a traceback; then a
+    validate line; now the file is one read:malformed row and the JSONL file is read)."""
+    inputs = folder / "in"
+    inputs.mkdir()
+    _jsonl(inputs / "a.jsonl", _texts(20))
     columns = [pa.array(_texts(5)), pa.array(_texts(10)[5:])]
-    pq.write_table(pa.Table.from_arrays(columns, names=["text", "text"]), folder / "two texts.parquet")
-    return ["validate", _config(folder, [str(folder / "two texts.parquet")])]
+    pq.write_table(pa.Table.from_arrays(columns, names=["text", "text"]), inputs / "two texts.parquet")
+    return ["run", _config(folder, [str(inputs)]), "--output", str(folder / "out")]
 
 
 def name_not_utf8(folder: Path) -> list[str]:
-    """A folder holding a file whose name is Latin-1 (before: a traceback in a worker; after: one line)."""
+    """A folder holding a file whose name is Latin-1 (first: a traceback in a worker; then a validate line; now
+    it is read, its name written escaped: `caf\\xe9.jsonl`)."""
     inputs = folder / "in"
     inputs.mkdir()
     _jsonl(inputs / "good.jsonl", _texts(10))
