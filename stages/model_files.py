@@ -174,6 +174,10 @@ def meta_model_shapes(config: dict) -> dict:
 
     settings = {key: value for key, value in config.items() if key not in ("auto_map", "model_type")}
     built = AutoConfig.for_model(config["model_type"], **settings)
+    for key, bound in SIZE_BOUNDS.items():  # again under the names each model's config maps (GPT-2's n_layer)
+        value = getattr(built, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 < value <= bound:
+            raise ModelFolderError(f"config.json: {key} {value!r} is not a whole number in [1, {bound:,}]")
     with torch.device("meta"):
         model = AutoModelForSequenceClassification.from_config(built, trust_remote_code=False)
     tied = set(getattr(model, "all_tied_weights_keys", None) or {})

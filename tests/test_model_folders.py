@@ -66,6 +66,17 @@ def test_a_config_that_its_weights_do_not_hold_is_refused_before_anything_is_all
     refused(tmp_path, hostile.model_folder(tmp_path / "model", config), message)
 
 
+def test_a_size_under_another_models_name_is_bounded_too(tmp_path):
+    """GPT-2 says n_layer for num_hidden_layers: ten million layers built on the meta device took minutes and GBs."""
+    from stages.model_files import ModelFolderError, check_model_folder
+
+    config = {"model_type": "gpt2", "architectures": ["GPT2ForSequenceClassification"], "n_layer": 10**7}
+    (tmp_path / "config.json").write_text(json.dumps(config | {"n_embd": 8, "n_head": 2, "vocab_size": 10}))
+    (tmp_path / "model.safetensors").write_bytes(b"\x02" + b"\x00" * 7 + b"{}")
+    with pytest.raises(ModelFolderError, match=r"num_hidden_layers 10000000 is not a whole number in \[1, 128\]"):
+        check_model_folder(str(tmp_path))
+
+
 def test_weights_without_the_classification_head_are_refused_not_drawn_at_random(tmp_path):
     tensors = {k: v for k, v in hostile.bert_tensors().items() if not k.startswith("classifier.")}
     model = hostile.model_folder(tmp_path / "model", tensors=tensors)
