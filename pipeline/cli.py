@@ -131,18 +131,18 @@ def parse_args(argv):
     classifier.add_argument("--text-field", default="text", help="of JSONL/Parquet records (default text)")
     classifier.add_argument("--label-field", help="--data: a label per record")
     classifier.add_argument("--score-field", help="--data: a numeric score per record (regression)")
-    classifier.add_argument("--cut", type=float, default=3.0, help="scores: F1 of score >= CUT; fastText's hq")
+    classifier.add_argument("--cut", type=float, help="scores: F1 of score >= CUT; fastText's hq (default 3)")
     classifier.add_argument("--held-out", type=float, default=0.1, help="share kept out of training (default 0.1)")
     classifier.add_argument("--seed", type=int, default=0)
-    classifier.add_argument("--epochs", type=POSITIVE_INT, help="default 5 (fasttext), 3 (transformers)")
-    classifier.add_argument("--lr", type=POSITIVE, help="default 0.1 (fasttext), 5e-5 (transformers)")
-    classifier.add_argument("--word-ngrams", type=POSITIVE_INT, default=2, help="fasttext (default 2)")
-    classifier.add_argument("--dim", type=POSITIVE_INT, default=64, help="fasttext vectors (default 64)")
+    classifier.add_argument("--epochs", type=int, help="default 5 (fasttext), 3 (transformers)")
+    classifier.add_argument("--lr", type=float, help="default 0.1 (fasttext), 5e-5 (transformers)")
+    classifier.add_argument("--word-ngrams", type=int, default=2, help="fasttext (default 2)")
+    classifier.add_argument("--dim", type=int, default=64, help="fasttext vectors (default 64)")
     classifier.add_argument("--encoder", help="transformers: a local Hugging Face model folder")
     classifier.add_argument("--freeze", action="store_true", help="transformers: train the head only")
-    classifier.add_argument("--batch-size", type=POSITIVE_INT, default=16, help="transformers (default 16)")
-    classifier.add_argument("--max-tokens", type=POSITIVE_INT, default=512, help="transformers (default 512)")
-    classifier.add_argument("--max-chars", type=POSITIVE_INT, default=10_000, help="transformers (default 10000)")
+    classifier.add_argument("--batch-size", type=int, default=16, help="transformers (default 16)")
+    classifier.add_argument("--max-tokens", type=int, default=512, help="transformers (default 512)")
+    classifier.add_argument("--max-chars", type=int, default=10_000, help="transformers (default 10000)")
     plan = commands.add_parser("plan", help="memory, ZeRO, tokens, FLOPs, GPU-hours and checkpoint interval")
     plan.add_argument("--params", type=COUNT, required=True, help="parameters, e.g. 7.5B or 125M")
     plan.add_argument("--gpus", type=POSITIVE_INT, required=True)
@@ -175,10 +175,11 @@ def write_report(out_dir: str, output: str | None) -> int:
 
 
 def train_classifier_command(args) -> int:
-    from pipeline.train_classifier import TrainingError, train_classifier
+    from pipeline.train_classifier import Terminated, TrainingError, stop_on_sigterm, train_classifier
 
     try:
-        metrics = train_classifier(args)
+        with stop_on_sigterm():
+            metrics = train_classifier(args)
     except TrainingError as exc:
         print(f"train-classifier: {exc}", file=sys.stderr)
         return 2
@@ -190,6 +191,12 @@ def train_classifier_command(args) -> int:
             "train-classifier: interrupted; --out is as it was (run the same command again to train)", file=sys.stderr
         )
         return 130
+    except Terminated:  # SIGTERM (timeout, a scheduler): the same clean-up as Ctrl-C
+        print(
+            "train-classifier: stopped by SIGTERM; --out is as it was (run the same command again to train)",
+            file=sys.stderr,
+        )
+        return 128 + signal.SIGTERM
     held = ", ".join(
         f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
         for key, value in metrics["held_out"].items()

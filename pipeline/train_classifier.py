@@ -25,12 +25,16 @@ then takes `--out`'s place: `--out` is replaced only when empty or a model folde
 
 from __future__ import annotations
 
+import contextlib
+import decimal
+import fnmatch
 import gzip
 import hashlib
 import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +53,7 @@ from backports import zstd
 from pipeline.config import Source, input_format
 from pipeline.storage import MARKER, marker_text
 from stages.compressed import is_zstd_file
+from stages.fasttext_file import MAX_NGRAMS, FastTextFileError
 from stages.parquet_pages import page_sizes
 from stages.read_text import _MISSING, _field, _json_object, _lines, column_type, text_column_problem
 from stages.warc_read import BATCH_BYTES, MAX_FIELD_BYTES
@@ -61,10 +66,39 @@ MAX_DATA_BYTES = 2_000_000_000  # of example text held in memory in all
 MAX_LABELS = 1000
 MAX_SEED = 2**31 - 1  # fastText's seed is a C int
 OUT_KIND = "classifier"  # the kind in the `.crawlbelt` marker of a model folder (a run refuses such a folder)
+# Every name train-classifier writes into --out (fastText's model, a transformers head and its tokenizer's files):
+# an earlier model folder holding any other name is someone's, and is not replaced.
+MODEL_NAMES = {MARKER, "metrics.json", "model.bin", "config.json", "generation_config.json", "model.safetensors",
+               "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+               "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model",
+               "sentencepiece.bpe.model", "chat_template.jinja", "chat_template.json"}  # fmt: skip
+MODEL_PATTERNS = ("model-*-of-*.safetensors",)  # a sharded head's weights
+# Upper bounds of the options (fastText allocates dim x 2,000,000 buckets; each n-gram length costs a pass)
+MAX_DIM = 1000
+MAX_EPOCHS = 10_000
+MAX_LR = 10.0
+MAX_BATCH = 4096
 
 
 class TrainingError(ValueError):
     """Bad input or options: one line, exit 2."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is (as KeyboardInterrupt is for Ctrl-C): the model being built is removed
+    on the way out."""
+
+
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    def stop(signum, frame):
+        raise Terminated
+
+    earlier = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, earlier)
 
 
 @dataclass
@@ -88,6 +122,14 @@ class Budget:
             raise TrainingError(f"{path}: the examples pass {MAX_RECORDS} lines or rows in all")
         if self.bytes > MAX_DATA_BYTES:
             raise TrainingError(f"{path}: the examples pass {MAX_DATA_BYTES} bytes of text in all")
+
+
+def check_file(path: str) -> None:
+    """A regular file, without opening it (a FIFO would wait, /dev/zero never end)."""
+    if not os.path.exists(path):
+        raise TrainingError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise TrainingError(f"{path}: not a regular file")
 
 
 def file_format(path: str) -> str:
@@ -150,17 +192,36 @@ def decompressed(handle: BinaryIO) -> Callable[[int], bytes]:
 def file_lines(path: str, budget: Budget) -> Iterator[tuple[str, bytes]]:
     """("FILE:LINE", the line's bytes) of each line, read in bounded chunks; a line over MAX_TEXT_BYTES, or a
     compressed stream that breaks, stops here naming the file and line."""
-    if not os.path.isfile(path):
-        raise TrainingError(f"{path}: no such file")
+    check_file(path)
     with open(path, "rb") as handle:
-        for line in _lines(decompressed(handle), MAX_TEXT_BYTES, "compressed"):
+        read = LineBound(decompressed(handle), MAX_TEXT_BYTES)
+        for line in _lines(read, MAX_TEXT_BYTES, "compressed"):
             where = f"{path}:{line.number}"
             if line.broken is not None:
                 raise TrainingError(f"{where}: {line.broken}")
+            if read.over:
+                raise TrainingError(f"{where}: a line of over {MAX_TEXT_BYTES} bytes, the limit")
             if line.data is None:
                 raise TrainingError(f"{where}: a line of {line.size} bytes, over the {MAX_TEXT_BYTES}-byte limit")
             budget.add(path, 1)
             yield where, line.data
+
+
+class LineBound:
+    """A read function that ends the stream (returns b"") once more than `limit` bytes follow the last line
+    break: a line too long stops the reading there, not after decompressing all of it (a 3 GB gzip line)."""
+
+    def __init__(self, read: Callable[[int], bytes], limit: int) -> None:
+        self.inner, self.limit, self.pending, self.over = read, limit, 0, False
+
+    def __call__(self, size: int) -> bytes:
+        if self.over:
+            return b""
+        chunk = self.inner(size)
+        end = chunk.rfind(b"\n")
+        self.pending = len(chunk) - end - 1 if end >= 0 else self.pending + len(chunk)
+        self.over = self.pending > self.limit
+        return b"" if self.over else chunk
 
 
 def jsonl_records(path: str, fields: list[str], budget: Budget) -> Iterator[tuple[str, list]]:
@@ -179,8 +240,7 @@ def jsonl_records(path: str, fields: list[str], budget: Budget) -> Iterator[tupl
 def parquet_records(path: str, fields: list[str], budget: Budget) -> Iterator[tuple[str, list]]:
     """The `fields` of each row, read as the belt's Parquet reader reads: only these columns, a row group at a
     time, a page that would inflate past the limits refused before pyarrow decompresses it, few rows a batch."""
-    if not os.path.isfile(path):
-        raise TrainingError(f"{path}: no such file")
+    check_file(path)
     with open(path, "rb") as handle:
         try:
             parquet = pq.ParquetFile(handle, page_checksum_verification=True)
@@ -296,8 +356,7 @@ def load_examples(args) -> Examples:
     if not args.positive or not args.negative:
         raise TrainingError("give --positive and --negative files (reference against crawl), or --data")
     for path in [*args.positive, *args.negative]:
-        if not os.path.isfile(path):
-            raise TrainingError(f"{path}: no such file")
+        check_file(path)
     for path in args.negative:
         if any(os.path.samefile(path, positive) for positive in args.positive):
             raise TrainingError(f"{path}: given as --positive and as --negative")
@@ -311,18 +370,25 @@ def label_text(value, where: str, field: str) -> str:
     needs (a label with white space would train one label and be scored as another)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float) and value.is_integer():  # 1.0, as JSON writers write an integer held as a float
+        return str(int(value))
     if not isinstance(value, str):
         raise TrainingError(
             f"{where}: --label-field {field!r} is {json_kind(value)}; a label is a string or an integer"
         )
     if len(value.encode("utf-8", errors="replace")) > MAX_FIELD_BYTES:
         raise TrainingError(f"{where}: a label of over {MAX_FIELD_BYTES} bytes")
-    if not value or value.split() != [value]:
+    value = value.removeprefix("__label__")  # fastText's own prefix, which it writes before every label
+    if not value:
+        raise TrainingError(f"{where}: the label is empty")
+    if value.split() != [value]:
         raise TrainingError(f"{where}: the label {shown(value)} holds white space; a label is one word")
     return value
 
 
 def score_number(value, where: str, field: str) -> float:
+    if isinstance(value, decimal.Decimal):  # a Parquet decimal column
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise TrainingError(f"{where}: --score-field {field!r} is {shown(value)}, not a number")
     return float(value)
@@ -428,10 +494,22 @@ def train_fasttext(examples: Examples, train: np.ndarray, out: Path, args) -> li
         f"import sys; sys.path.insert(0, {str(FASTTEXT_TRAINER)!r}); import fasttext; "
         f"fasttext.train_supervised(**{settings!r}).save_model({str(out / 'model.bin')!r})"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _, stderr = child.communicate()
+    finally:  # Ctrl-C or SIGTERM here: the child goes too (SIGTERM reaches this process only)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
     data.unlink()
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    if child.returncode:
+        last = (stderr.strip().splitlines() or ["no message"])[-1]
         raise TrainingError(f"fastText's training failed: {last}")
     return sorted(set(labels[i] for i in train))
 
@@ -553,15 +631,12 @@ def train_classifier(args) -> dict:
     """Train, score the held-out examples, write the model and metrics.json into `args.out`; returns the
     metrics. The options and `--out` are checked before any file is read; the model is built in a sibling
     folder that takes `--out`'s place once whole (an interrupted or failed training leaves `--out` as it was)."""
-    if not 0 < args.held_out < 1:
-        raise TrainingError(f"--held-out: expected a share in (0, 1), got {args.held_out}")
-    if not 0 <= args.seed <= MAX_SEED:
-        raise TrainingError(f"--seed: expected an integer from 0 to {MAX_SEED}, got {args.seed}")
+    check_options(args)
     out = Path(args.out)
-    check_out(out, args.encoder if args.kind == "transformers" else None)
+    check_out(out, args)
     examples = load_examples(args)
     if args.kind == "fasttext" and examples.scores is not None:  # fastText learns labels: hq at the cut and above
-        examples = Examples(examples.texts, labels=[POSITIVE if s >= args.cut else NEGATIVE for s in examples.scores])
+        examples = Examples(examples.texts, labels=[POSITIVE if s >= cut(args) else NEGATIVE for s in examples.scores])
     kinds = set(examples.labels) if examples.labels is not None else None
     if len(examples.texts) < 4 or (kinds is not None and len(kinds) < 2):
         named = "" if kinds is None else f" with the labels {', '.join(sorted(kinds))}"
@@ -587,7 +662,10 @@ def train_and_score(examples: Examples, train: np.ndarray, held: np.ndarray, bui
     if args.kind == "fasttext":
         labels = train_fasttext(examples, train, build, args)
         truth = examples.labels or []
-        probabilities = fasttext_predictions(build / "model.bin", texts, labels)
+        try:
+            probabilities = fasttext_predictions(build / "model.bin", texts, labels)
+        except FastTextFileError as error:  # fastText wrote what the belt would refuse to load
+            raise TrainingError(f"the model fastText wrote does not pass the belt's check: {error}") from None
         predicted = [labels[int(row.argmax())] for row in probabilities]
         metrics = label_metrics([truth[i] for i in held], predicted, probabilities, labels)
     else:
@@ -597,12 +675,38 @@ def train_and_score(examples: Examples, train: np.ndarray, held: np.ndarray, bui
         scorer = TransformerScorer(str(build), max_chars=args.max_chars, max_tokens=args.max_tokens)
         if head is None:
             scores, _ = scorer.score(texts)
-            metrics = score_metrics([(examples.scores or [])[i] for i in held], scores, args.cut)
+            metrics = score_metrics([(examples.scores or [])[i] for i in held], scores, cut(args))
         else:
             probabilities = scorer.logits(texts).softmax(dim=1).numpy()
             predicted = [head[int(row.argmax())] for row in probabilities]
             metrics = label_metrics([(examples.labels or [])[i] for i in held], predicted, probabilities, head)
     return {"kind": args.kind, "trained_on": len(train), "held_out": metrics, "seed": args.seed}
+
+
+def cut(args) -> float:
+    return 3.0 if args.cut is None else args.cut  # FineWeb-Edu's
+
+
+def check_options(args) -> None:
+    """Every option within its bounds, and one recipe, before any file is read: one line naming the option."""
+    if not 0 < args.held_out < 1:
+        raise TrainingError(f"--held-out: expected a share in (0, 1), got {args.held_out}")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise TrainingError(f"--seed: expected an integer from 0 to {MAX_SEED}, got {args.seed}")
+    bounds = {"word_ngrams": MAX_NGRAMS, "dim": MAX_DIM, "epochs": MAX_EPOCHS, "batch_size": MAX_BATCH,
+              "max_tokens": 1_000_000, "max_chars": MAX_TEXT_BYTES}  # fmt: skip
+    for name, most in bounds.items():
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= most:
+            raise TrainingError(f"--{name.replace('_', '-')}: expected an integer from 1 to {most}, got {value}")
+    if args.lr is not None and not 0 < args.lr <= MAX_LR:  # nan too
+        raise TrainingError(f"--lr: expected a number above 0 and at most {MAX_LR:g}, got {args.lr}")
+    if args.data and (args.positive or args.negative):
+        raise TrainingError("--data and --positive/--negative are two recipes: give one of them")
+    if args.cut is not None and not args.score_field:
+        raise TrainingError("--cut applies to --score-field, which is not given")
+    if args.cut is not None and not math.isfinite(args.cut):
+        raise TrainingError(f"--cut: expected a finite number, got {args.cut}")
 
 
 def check_training_share(examples: Examples, train: np.ndarray, held_out: float) -> None:
@@ -619,20 +723,43 @@ def check_training_share(examples: Examples, train: np.ndarray, held_out: float)
     )
 
 
-def check_out(out: Path, encoder: str | None) -> None:
-    """`--out` may be a new or empty folder, or a model folder this command wrote (its marker), never the encoder's
-    folder nor one inside it or holding it."""
-    if encoder:
-        there, model = Path(encoder).resolve(), out.resolve()
+def check_out(out: Path, args) -> None:
+    """`--out` may be a new or empty folder, or a model folder this command wrote (its marker, and only names it
+    writes), never holding an input (the examples, the encoder) nor inside one."""
+    model = out.resolve()
+    inputs = [("--data", path) for path in args.data or []]
+    inputs += [(option, path) for option in ("--positive", "--negative") for path in getattr(args, option[2:]) or []]
+    if args.kind == "transformers" and args.encoder:
+        there = Path(args.encoder).resolve()
         if model == there or there in model.parents or model in there.parents:
-            raise TrainingError(f"--out {out} and --encoder {encoder} overlap: the model would overwrite its encoder")
+            raise TrainingError(
+                f"--out {out} and --encoder {args.encoder} overlap: the model would overwrite its encoder"
+            )
+    for option, path in inputs:
+        if model in Path(path).resolve().parents:
+            raise TrainingError(f"--out {out} holds {option} {path}; keep the examples outside the folder it replaces")
     for folder in [out, *out.parents]:
         if folder.exists() and not folder.is_dir():
             raise TrainingError(f"--out {out}: {folder} is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not is_model_folder(out):
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not is_model_folder(out):
         raise TrainingError(
             f"--out {out}: a folder holding other files; train-classifier replaces only a model folder it wrote"
         )
+    foreign = sorted(entry.name for entry in out.iterdir() if not is_model_name(entry))
+    if foreign:
+        raise TrainingError(
+            f"--out {out}: it holds {foreign[0]}, which train-classifier never writes; it replaces only a model "
+            "folder it wrote"
+        )
+
+
+def is_model_name(entry: Path) -> bool:
+    """A file of a name train-classifier writes (a folder is never one)."""
+    name = entry.name
+    named = name in MODEL_NAMES or any(fnmatch.fnmatchcase(name, pattern) for pattern in MODEL_PATTERNS)
+    return named and entry.is_file() and not entry.is_symlink()
 
 
 def is_model_folder(out: Path) -> bool:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -213,7 +214,7 @@ def test_hostile_examples_and_options_are_one_line_naming_file_and_row(tmp_path,
     for value, shown in (
         (None, "null"),
         (["a"], "an array"),
-        (1.0, "a number with a fraction"),
+        (1.5, "a number with a fraction"),
         (True, "true or false"),
     ):
         path = labelled(tmp_path / f"{shown.replace(' ', '-')}.jsonl", ["a", "b", "a", value, "b"])
@@ -348,11 +349,17 @@ def test_out_is_replaced_only_when_it_is_a_model_folder_it_wrote(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
-def test_ctrl_c_is_the_interrupted_line_and_exit_130_and_out_is_as_it_was(tmp_path, paragraphs):
+@pytest.mark.parametrize(
+    "stop, code, said",
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_ctrl_c_and_sigterm_are_one_line_and_out_is_as_it_was(tmp_path, paragraphs, stop, code, said):
+    """SIGTERM (`timeout`, a scheduler) cleans up as Ctrl-C does, and ends fastText's child too."""
     english = write_lines(tmp_path / "en.txt", paragraphs["en"])
     other = write_lines(tmp_path / "other.txt", paragraphs["other"])
     command = [sys.executable, "-m", "pipeline", "train-classifier", "--kind", "fasttext", "--positive", english,
-               "--negative", other, "--epochs", "100000", "--out", str(tmp_path / "out")]  # fmt: skip
+               "--negative", other, "--epochs", "10000", "--out", str(tmp_path / "out")]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -360,10 +367,145 @@ def test_ctrl_c_is_the_interrupted_line_and_exit_130_and_out_is_as_it_was(tmp_pa
             assert process.poll() is None and time.monotonic() < deadline, "it ended, or never began training"
             time.sleep(0.1)
         time.sleep(0.5)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         stdout, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 130 and stdout == "", stderr
-    assert stderr == "train-classifier: interrupted; --out is as it was (run the same command again to train)\n"
+    assert process.returncode == code and stdout == "", stderr
+    assert stderr == f"train-classifier: {said}; --out is as it was (run the same command again to train)\n"
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+    trainers = [p for p in Path("/proc").glob("[0-9]*/cmdline") if str(tmp_path).encode() in _read(p)]
+    assert trainers == [], "fastText's child outlived the command"
+
+
+def _read(path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # a process that ended meanwhile
+        return b""
+
+
+def test_inputs_inside_out_and_foreign_names_in_out_are_one_line(tmp_path, capsys):
+    """Issue 46 trial: --data OUT/train.jsonl --out OUT deleted the examples (exit 0)."""
+    from pipeline.storage import MARKER, marker_text
+    from pipeline.train_classifier import OUT_KIND
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MARKER).write_text(marker_text(OUT_KIND))
+    (out / "model.bin").write_text("")
+    data = labelled(out / "train.jsonl", ["a", "b"] * 4)
+    good = write_lines(out / "good.txt", [words(i, "g") for i in range(6)])
+    bad = write_lines(tmp_path / "bad.txt", [words(i, "b") for i in range(6)])
+    for option, arguments in (("--data", ["--data", data, "--label-field", "label"]),
+                              ("--positive", ["--positive", good, "--negative", bad])):  # fmt: skip
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", *arguments, "--out", str(out))
+        path = data if option == "--data" else good
+        one_line(done, rf"--out {out} holds {option} {path}; keep the examples outside the folder it replaces")
+    assert sorted(p.name for p in out.iterdir()) == [".crawlbelt", "good.txt", "model.bin", "train.jsonl"]
+    (out / "train.jsonl").rename(tmp_path / "train.jsonl")
+    (out / "good.txt").rename(tmp_path / "good.txt")
+    for foreign in ("notes.txt", "runs"):
+        (out / foreign).mkdir() if foreign == "runs" else (out / foreign).write_text("keep me")
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", "--data", str(tmp_path / "train.jsonl"),
+                        "--label-field", "label", "--out", str(out))  # fmt: skip
+        one_line(done, rf"--out {out}: it holds {foreign}, which train-classifier never writes; it replaces only "
+                 r"a model folder it wrote")  # fmt: skip
+        assert (out / foreign).exists()
+        (out / foreign).rmdir() if foreign == "runs" else (out / foreign).unlink()
+
+
+def test_options_are_bounded_and_exclusive_in_one_line(tmp_path, capsys):
+    good, bad = (write_lines(tmp_path / f"{tag}.txt", [words(i, tag) for i in range(6)]) for tag in ("g", "b"))
+    data = labelled(tmp_path / "data.jsonl", ["a", "b"] * 4)
+    files = ["--positive", good, "--negative", bad]
+    cases = [
+        ([*files, "--word-ngrams", "1000"], r"--word-ngrams: expected an integer from 1 to 16, got 1000"),
+        ([*files, "--dim", "100000000"], r"--dim: expected an integer from 1 to 1000, got 100000000"),
+        ([*files, "--dim", "0"], r"--dim: expected an integer from 1 to 1000, got 0"),
+        ([*files, "--epochs", "100000000"], r"--epochs: expected an integer from 1 to 10000, got 100000000"),
+        ([*files, "--lr", "nan"], r"--lr: expected a number above 0 and at most 10, got nan"),
+        ([*files, "--lr", "100"], r"--lr: expected a number above 0 and at most 10, got 100\.0"),
+        ([*files, "--batch-size", "100000"], r"--batch-size: expected an integer from 1 to 4096, got 100000"),
+        ([*files, "--max-chars", "0"], r"--max-chars: expected an integer from 1 to 10000000, got 0"),
+        ([*files, "--data", data, "--label-field", "label"], r"--data and --positive/--negative are two recipes: give one of them"),
+        ([*files, "--cut", "3"], r"--cut applies to --score-field, which is not given"),
+        (["--data", data, "--label-field", "label", "--cut", "0.5"], r"--cut applies to --score-field, which is not given"),
+        (["--data", data, "--score-field", "label", "--cut", "inf"], r"--cut: expected a finite number, got inf"),
+    ]  # fmt: skip
+    for arguments, message in cases:
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", *arguments, "--out", str(tmp_path / "out"))
+        one_line(done, message)
+        assert not (tmp_path / "out").exists()
+
+
+def test_a_written_model_that_fails_its_check_is_one_line(tmp_path, capsys, monkeypatch):
+    from pipeline import train_classifier
+
+    def broken_model(examples, train, out, args):
+        (out / "model.bin").write_bytes(b"\0" * 100)
+        return ["a", "b"]
+
+    monkeypatch.setattr(train_classifier, "train_fasttext", broken_model)
+    data = labelled(tmp_path / "data.jsonl", ["a", "b"] * 4)
+    done = cli_here(capsys, "train-classifier", "--kind", "fasttext", "--data", data, "--label-field", "label",
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    one_line(done, r"the model fastText wrote does not pass the belt's check: .* is not a fastText model \(.*\)")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_a_compressed_line_bomb_stops_within_the_line_limit(tmp_path, monkeypatch):
+    import gzip
+
+    from pipeline import train_classifier
+
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        for _ in range(64):
+            f.write(b"a" * 1_000_000)  # 64 MB, no line break
+    read = [0]
+    decompressed = train_classifier.decompressed
+
+    def counted(handle):
+        inner = decompressed(handle)
+
+        def read_counted(size):
+            chunk = inner(size)
+            read[0] += len(chunk)
+            return chunk
+
+        return read_counted
+
+    monkeypatch.setattr(train_classifier, "decompressed", counted)
+    with pytest.raises(train_classifier.TrainingError, match=r"bomb\.jsonl\.gz:1: a line of over 10000000 bytes"):
+        list(train_classifier.file_lines(str(path), train_classifier.Budget()))
+    assert read[0] < 12_000_000
+
+
+def test_labels_and_files_messages_a_user_expects(tmp_path, capsys):
+    import decimal
+    import os
+
+    from pipeline import train_classifier
+
+    good = write_lines(tmp_path / "good.txt", [words(i, "g") for i in range(6)])
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (str(tmp_path), "/dev/zero", str(fifo)):
+        done = cli_here(capsys, "train-classifier", "--kind", "fasttext", "--positive", path, "--negative", good,
+                        "--out", str(tmp_path / "out"))  # fmt: skip
+        one_line(done, rf"{re.escape(path)}: not a regular file")
+    empty = labelled(tmp_path / "empty.jsonl", ["a", "b", ""])
+    done = cli_here(capsys, "train-classifier", "--kind", "fasttext", "--data", empty, "--label-field", "label",
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    one_line(done, r".*empty\.jsonl:3: the label is empty")
+    assert train_classifier.label_text(1.0, "f:1", "label") == "1"
+    assert train_classifier.label_text("__label__good", "f:1", "label") == "good"
+    with pytest.raises(train_classifier.TrainingError, match="the label is empty"):
+        train_classifier.label_text("__label__", "f:1", "label")
+    assert train_classifier.score_number(decimal.Decimal("2.50"), "f:1", "s") == 2.5
+    table = pa.table({"text": [words(i, "t") for i in range(2)],
+                      "score": pa.array([decimal.Decimal("1.5"), decimal.Decimal("3.0")], pa.decimal128(4, 1))})  # fmt: skip
+    pq.write_table(table, tmp_path / "scores.parquet")
+    columns = train_classifier.read_records(str(tmp_path / "scores.parquet"), "text", ["text", "score"])
+    assert [train_classifier.score_number(v, "w", "score") for v in columns["score"]] == [1.5, 3.0]

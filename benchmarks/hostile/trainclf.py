@@ -78,10 +78,43 @@ def thousand_labels(folder: Path) -> list[str]:
     return many_labels(folder, 1000)
 
 
+def gzip_line_bomb(folder: Path) -> list[str]:
+    """About 1 MB on disk: a .jsonl.gz of 1,000 gzip members, each 1 MB of one letter, one 1 GB line (before: all
+    of it decompressed before the line limit's error; after: given up past 10 MB)."""
+    member = gzip.compress(b"a" * (1 << 20), compresslevel=9)
+    (folder / "bomb.jsonl.gz").write_bytes(member * 1000)
+    return ["train-classifier", "--kind", "fasttext", "--data", str(folder / "bomb.jsonl.gz"),
+            "--label-field", "label", "--out", str(folder / "out")]  # fmt: skip
+
+
+def word_ngrams_1000(folder: Path) -> list[str]:
+    """--word-ngrams 1000 (before: trained, then a traceback on the model's check; after: one line up front)."""
+    good, bad = _texts(folder)
+    return ["train-classifier", "--kind", "fasttext", "--positive", good, "--negative", bad,
+            "--word-ngrams", "1000", "--out", str(folder / "out")]  # fmt: skip
+
+
+def examples_inside_out(folder: Path) -> list[str]:
+    """--data OUT/train.jsonl --out OUT, OUT an earlier model folder (before: exit 0, train.jsonl deleted)."""
+    out = folder / "out"
+    out.mkdir()
+    (out / ".crawlbelt").write_text(
+        json.dumps({"format": "crawlbelt-output", "version": 1, "kind": "classifier"}) + "\n"
+    )
+    with open(out / "train.jsonl", "w") as f:
+        for i in range(40):
+            f.write(json.dumps({"text": _sentence(i), "label": "hq" if i % 2 else "cc"}) + "\n")
+    return ["train-classifier", "--kind", "fasttext", "--data", str(out / "train.jsonl"),
+            "--label-field", "label", "--out", str(out)]  # fmt: skip
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
     "trainclf_parquet_dictionary_bomb": parquet_dictionary_bomb,
     "trainclf_100mb_line": hundred_mb_line,
     "trainclf_jsonl_gz": gzip_jsonl_read_as_text,
     "trainclf_many_labels": many_labels,
     "trainclf_1000_labels": thousand_labels,
+    "trainclf_gzip_line_bomb": gzip_line_bomb,
+    "trainclf_word_ngrams_1000": word_ngrams_1000,
+    "trainclf_examples_inside_out": examples_inside_out,
 }
