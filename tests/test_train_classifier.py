@@ -351,7 +351,10 @@ def test_out_is_replaced_only_when_it_is_a_model_folder_it_wrote(tmp_path):
 
 @pytest.mark.parametrize(
     "stop, code, said",
-    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM")],
+    [
+        (signal.SIGINT, 130, "interrupted"),
+        pytest.param(signal.SIGTERM, 143, "stopped by SIGTERM", marks=pytest.mark.slow),  # the same path as Ctrl-C's
+    ],
     ids=["ctrl-c", "sigterm"],
 )
 def test_ctrl_c_and_sigterm_are_one_line_and_out_is_as_it_was(tmp_path, paragraphs, stop, code, said):
