@@ -195,7 +195,8 @@ def test_train_classifier_clamps_max_tokens_and_pads_with_the_end_token(tmp_path
     tokenizer_config(encoder, pad_token=None, eos_token="[SEP]", model_max_length=None)  # 128 positions
     done = train(tmp_path, encoder)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["held_out"]["examples"] == 2
+    held_out = json.loads((tmp_path / "out" / "metrics.json").read_text())["held_out"]["examples"]
+    assert held_out > 0 and held_out % 6 == 0, held_out  # scored; each text's 6 copies on one side of the split
 
 
 def train(tmp_path: Path, encoder: Path, input: str | None = None) -> subprocess.CompletedProcess:
