@@ -20,6 +20,7 @@ from pathlib import Path
 from pipeline import reaper, redact
 from pipeline.config import ConfigError
 from pipeline.config_load import load_config
+from pipeline.engine import EngineStartError
 from pipeline.train.plan import parse_count
 from stages.file_names import real_path
 
@@ -275,6 +276,11 @@ def command(argv=None) -> int:
         return 2
     except belt.NodeLostError as exc:
         print(with_log(f"crawlbelt: error: {exc}", exc), file=sys.stderr)
+        return 1
+    except EngineStartError as exc:
+        if interrupted(exc):  # a Ctrl-C while the engine started
+            return stopped_by_interrupt(config)
+        print(with_log(f"engine error: {exc}", exc), file=sys.stderr)
         return 1
     except belt.filtering.StageCrashError as exc:  # a stage that kills its worker on an input file
         print(with_log(f"stage error: {exc}", exc), file=sys.stderr)

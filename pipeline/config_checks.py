@@ -9,6 +9,7 @@ pipeline/train/checks.py.
 from __future__ import annotations
 
 import importlib.util
+import glob
 import os
 import re
 import shutil
@@ -86,7 +87,7 @@ RANGES = {
     "dedup.bands": _POSITIVE_INT,
     "dedup.rows": _POSITIVE_INT,
     "dedup.shards": _POSITIVE_INT,
-    "dedup.paragraphs.ngram": _POSITIVE_INT,
+    "dedup.paragraphs.ngram": ("an integer in [1, 1000]", lambda v: 1 <= v <= 1000),  # a paragraph's n-grams
     "dedup.paragraphs.threshold": ("a number in (0, 1]", lambda v: 0 < v <= 1),
     "dedup.paragraphs.false_positive_rate": ("a number in (0, 1)", lambda v: 0 < v < 1),
     "dedup.paragraphs.expected": _POSITIVE_INT,
@@ -144,10 +145,12 @@ def check_sources(config: Config, problems: Problems) -> None:
         problems.found.append(f"sources: names must be unique, got {names}")
     owners: dict[str | tuple[int, int], int] = {}  # input file (file_key) -> index of the first source listing it
     for i, source in enumerate(config.sources):
+        if not source.name.strip():  # the name that tells a source's rows, parts and report lines apart
+            problems.found.append(f"sources[{i}].name: empty; give each source a name")
         problems.check(_check_source_input, config, i, owners)
         if source.weight < 0:
             problems.found.append(f"sources[{i}].weight: expected a number >= 0, got {source.weight}")
-    if config.sources and not sum(s.weight for s in config.sources) > 0:
+    if config.sources and all(s.weight >= 0 for s in config.sources) and not sum(s.weight for s in config.sources) > 0:
         problems.found.append("sources: at least one weight must be above 0")
 
 
@@ -406,22 +409,58 @@ def check_resources(config: Config, name: str) -> None:
         raise ConfigError(f"resources.{name}: expected num_cpus > 0, and memory_mb and concurrency positive or null")
 
 
+def has_scheme(output: str) -> bool:
+    """`s3://...`, or another SCHEME: prefix (s3:/bucket, gs://bucket): never a local folder's name."""
+    return re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", output) is not None
+
+
 def check_output(config: Config) -> None:
     output = config.output
     if not output.strip():
         return  # said by load_config
     if output.startswith("s3://"):
         _check_s3_output(config)
-    elif re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", output):  # s3:/bucket or gs://bucket: not a folder name
+    elif has_scheme(output):
         raise ConfigError(f"output {output!r}: expected a local path or an s3:// URI (s3://bucket/prefix)")
     else:
         _check_local_output(config)
+
+
+def _input_folders(config: Config) -> list[tuple[int, str]]:
+    """(source index, folder) for each local input that is a folder or a glob (the folder before its first
+    wildcard): every file under it may be read, so an output written there would be read by the next run."""
+    folders = []
+    for i, source in enumerate(config.sources):
+        for pattern in source.input:
+            if "://" in pattern or os.path.isfile(real_path(pattern)):
+                continue
+            if os.path.isdir(real_path(pattern)):
+                folders.append((i, pattern))
+                continue
+            parts = Path(pattern).parts
+            fixed = next((n for n, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+            if 0 < fixed < len(parts):
+                folders.append((i, str(Path(*parts[:fixed]))))
+    return folders
+
+
+def check_not_in_inputs(folder: str, key: str, config: Config) -> None:
+    """`folder` (the output, or storage.staging) is outside every input folder."""
+    where = Path(folder).resolve()
+    for i, input_folder in _input_folders(config):
+        if where.is_relative_to(Path(real_path(input_folder)).resolve()):
+            raise ConfigError(
+                f"{key} {folder!r} is inside sources[{i}].input's folder {input_folder!r}, whose files a rerun "
+                "would read as input; choose a folder outside it"
+            )
 
 
 def _check_s3_output(config: Config) -> None:
     from pipeline.storage import output_kind
 
     staging = config.storage.staging
+    if staging:
+        check_not_in_inputs(staging, "storage.staging:", config)
     if staging and (Path(staging).exists() and not Path(staging).is_dir() or output_kind(staging) is None):
         raise ConfigError(
             f"storage.staging: {staging!r} exists and is not an earlier crawlbelt output (it has no .crawlbelt "
@@ -446,6 +485,7 @@ def _check_local_output(config: Config) -> None:
     from pipeline.storage import output_kind
 
     out = Path(config.output)
+    check_not_in_inputs(config.output, "output", config)
     for i, source in enumerate(config.sources):
         inside = [
             f for f in source.files if "://" not in f and Path(real_path(f)).resolve().is_relative_to(out.resolve())
@@ -474,6 +514,8 @@ def check_tokens(config: Config, base: Path) -> None:
             raise ConfigError("tokenizer.pad_token: must differ from tokenizer.eos_token")
         return
     tokenizer.path = resolve_path(tokenizer.path, base)
+    if os.path.isdir(tokenizer.path):
+        raise ConfigError(f"tokenizer.path: {tokenizer.path!r} is a folder, not a tokenizer.json file")
     if not os.path.isfile(tokenizer.path):
         raise ConfigError(f"tokenizer.path: file {tokenizer.path!r} not found")
     size = os.path.getsize(tokenizer.path)

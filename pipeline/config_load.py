@@ -27,6 +27,7 @@ from pipeline.config_checks import (
     check_language,
     check_min_max,
     check_output,
+    has_scheme,
     check_pii,
     check_range,
     check_resources,
@@ -73,7 +74,7 @@ def load_config(
         config.output = output
     if not config.output.strip():
         problems.found.append("output: empty; give a folder or an s3:// URI")
-    elif path is not None and output is None and not os.path.isabs(config.output) and "://" not in config.output:
+    elif path is not None and output is None and not os.path.isabs(config.output) and not has_scheme(config.output):
         config.output = str(Path.cwd() / config.output)
 
     if for_train:

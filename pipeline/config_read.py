@@ -96,6 +96,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# YAML 1.2's floats: PyYAML follows YAML 1.1, where an exponent needs a dot (1.0e-4), so 1e-4 would be the
+# string '1e-4'. The resolver is added to this loader's own copy of the table, not to SafeLoader's.
+_UniqueKeyLoader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def _parse_yaml(text: str):
     """The YAML text's value (safe tags only, each key once); a YAMLError's mark says where."""
     loader = _UniqueKeyLoader(text)

@@ -53,6 +53,16 @@ def current() -> ModuleType:
     return _current or use("ray")
 
 
+class EngineStartError(RuntimeError):
+    """The engine did not start (an embedded Ray timing out on a loaded machine, Spark's JVM failing): one line."""
+
+
+def start_failed(engine: str, error: Exception) -> EngineStartError:
+    """One line for an engine's start failing: the first sentences of its error, whitespace collapsed, bounded."""
+    said = " ".join(str(error).split())[:300] or type(error).__name__
+    return EngineStartError(f"{engine} did not start: {said} (a machine under load may start it on a rerun)")
+
+
 def start(config) -> None:
     """Start (or join) the engine `config.engine` names, and check that it can run the belt's tasks."""
     keep_swallowed_interrupts()

@@ -31,7 +31,7 @@ except ImportError:
     _ExecutionCallback = object  # type: ignore[misc,assignment]  # mypy cannot type a fallback base class
 
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig, SparkConfig
-from pipeline.engine import error_chain
+from pipeline.engine import error_chain, start_failed
 from stages.dedup import resolve_roots, union_edges
 
 log = logging.getLogger("crawlbelt")
@@ -78,7 +78,10 @@ def start_ray(settings: RayConfig) -> None:
         # directory"). The override lets this driver's runtime_env replace the submitted job's.
         os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
         check_answers(address, "ray.address" if settings.address else "RAY_ADDRESS")
-        ray.init(address=address, runtime_env={"working_dir": None}, log_to_driver=False)
+        try:
+            ray.init(address=address, runtime_env={"working_dir": None}, log_to_driver=False)
+        except (ConnectionError, TimeoutError) as error:  # the cluster went away between the check and the join
+            raise start_failed("Ray", error) from None
     else:
         # Without this Ray may bind another interface's address instead of loopback.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -86,14 +89,17 @@ def start_ray(settings: RayConfig) -> None:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         # "local": a new Ray of this process's own; without an address ray.init() joins the machine's latest
         # `ray start` cluster, even one killed since, whose address file it left behind.
-        ray.init(
-            address="local",
-            num_cpus=settings.num_cpus,
-            object_store_memory=settings.object_store_mb * 1024 * 1024,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-        )
+        try:
+            ray.init(
+                address="local",
+                num_cpus=settings.num_cpus,
+                object_store_memory=settings.object_store_mb * 1024 * 1024,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
+        except Exception as error:  # Ray raises plain Exception ("timed out during startup") on a loaded machine
+            raise start_failed("Ray", error) from None
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "progress bars disabled"
     logging.getLogger("ray.data.dataset").addFilter(_no_transient_cpu_warning)

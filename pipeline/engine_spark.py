@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig
+from pipeline.engine import start_failed
 from pipeline.spark_components import connected_components as _components
 from stages.table_rows import sort_rows
 
@@ -82,7 +83,10 @@ def start(config: Config) -> None:
                 "spark.conf or spark-submit's --executor-cores, --executor-memory)",
                 key,
             )
-    _session = builder.getOrCreate()
+    try:
+        _session = builder.getOrCreate()
+    except Exception as error:  # PySpark's own errors: the JVM gateway exiting, a setting the JVM refuses
+        raise start_failed("Spark", error) from None
     _session.sparkContext.setLogLevel("ERROR")  # a failed task's error reaches the driver as an exception
     logging.getLogger().addFilter(_not_py4j)
     context = _session.sparkContext

@@ -182,7 +182,8 @@ def manifest(
     by_stage: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     documents = kept = 0
-    parts = []
+    # every input file read, one with no rows (a 0-byte file) too: it has no counts of its own
+    parts = [{"file": path, "source": source, "records": 0, "documents": 0, "kept": 0} for path, source in files]
     removed: list[dict] = []  # paragraph dedup, per input file
     for file_index, records, text in zip(*(part_counts[c].to_pylist() for c in COUNT_SCHEMA.names)):
         c = json.loads(text)
@@ -193,15 +194,7 @@ def manifest(
         kept += c["kept"]
         if "paragraph_dedup" in c:
             removed.append(c["paragraph_dedup"])
-        parts.append(
-            {
-                "file": files[file_index][0],
-                "source": files[file_index][1],
-                "records": records,
-                "documents": c["documents"],
-                "kept": c["kept"],
-            }
-        )
+        parts[file_index].update(records=records, documents=c["documents"], kept=c["kept"])
 
     kept_on_disk, rejected_on_disk = _read_back(out)
     checks = {

@@ -117,6 +117,23 @@ class _HeaderBudget:
         return line
 
 
+class RecordProblem(Exception):
+    """A record warcio would stumble on, named in our words."""
+
+
+def _named_problems(loader) -> None:
+    """warcio's loader with a response, request or revisit record lacking WARC-Target-URI named (it raised
+    AttributeError on it)."""
+    load = loader.load_http_headers
+
+    def load_http_headers(rec_type, uri, stream, length):
+        if uri is None and rec_type in loader.HTTP_RECORDS:
+            raise RecordProblem(f"a {rec_type} record without WARC-Target-URI")
+        return load(rec_type, uri, stream, length)
+
+    loader.load_http_headers = load_http_headers
+
+
 class _StableIdArcParser(ARC2WARCHeadersParser):
     """warcio's ARC-to-WARC conversion invents a random WARC-Record-ID per read; drop it so that the
     reader derives a stable id from file and offset instead."""
@@ -194,17 +211,23 @@ def _table(rows: list[dict]) -> pa.Table:
 
 
 def _malformed(path: str, offset: int, what: str, reason: str = "read:malformed") -> dict:
-    detail = f"{path} at offset {offset}: {what}"
+    detail = f"{path} at offset {offset}: {_printable(what)}"
     if len(detail) > _MAX_DETAIL:
         detail = detail[: _MAX_DETAIL - 3] + "..."
     return dict(id=stable_id(path, offset), offset=offset, stage=STAGE, reason=reason, detail=detail)
 
 
 def _describe(error: BaseException, stderr: str = "") -> str:
-    text = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    said = " ".join(str(error).split())
+    text = said if isinstance(error, RecordProblem) else f"{type(error).__name__}: {said}"
     if stderr.strip():
         text += f" (warcio: {' '.join(stderr.split())})"
     return text
+
+
+def _printable(text: str) -> str:
+    """`text` with what is not printable ASCII escaped (\\x97): an error may quote a junk file's bytes."""
+    return "".join(c if c.isascii() and c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def open_local(path: str) -> BinaryIO:
@@ -232,6 +255,7 @@ def _rows(path: str, max_payload_bytes: int, open_file: Callable[[str], BinaryIO
             frames = ZstdFrames(handle, start, dictionary) if kind == "zstd" else None
             iterator = _Iterator(frames or handle, arc2warc=True)
             iterator.loader.arc_parser = _StableIdArcParser()
+            _named_problems(iterator.loader)
             headers = _HeaderBudget(iterator.reader)
             file_offset = frames.frame_offset if frames else int  # a decompressed position's place in the file
             fresh = True

@@ -496,3 +496,74 @@ def test_a_section_is_needed_and_checked_only_when_its_stage_runs(tmp_path):
         "url.blocklists: the url stage needs at least one blocklist file",
     ):
         assert expected in result.stderr, (expected, result.stderr)
+
+
+def _one_source(tmp_path, extra=""):
+    (tmp_path / "in").mkdir(exist_ok=True)
+    (tmp_path / "in" / "a.jsonl").write_text('{"text": "a document"}\n')
+    return write_config(tmp_path, "sources: [{name: web, input: [in]}]\nclassifier: {kind: none}\n" + extra)
+
+
+@pytest.mark.parametrize("pattern", ["in", "in/*.jsonl", "in/**"])
+def test_an_output_or_staging_inside_an_input_folder_is_refused(tmp_path, pattern):
+    # a rerun would read the output's own Parquet files as inputs
+    config = _one_source(tmp_path)
+    with open(config, "w") as f:
+        f.write(f"sources: [{{name: web, input: ['{pattern}']}}]\nclassifier: {{kind: none}}\n")
+    with pytest.raises(ConfigError, match=r"output '.*in/out' is inside sources\[0\].input's folder"):
+        load_config(config, output=str(tmp_path / "in" / "out"))
+    with pytest.raises(ConfigError, match=r"storage.staging: '.*in/stage' is inside sources\[0\].input's folder"):
+        load_config(config, output="s3://bucket/x", overrides=[f"storage.staging={tmp_path / 'in' / 'stage'}"])
+    load_config(config, output=str(tmp_path / "out"))  # beside the input: accepted
+    with open(config, "w") as f:  # a file named exactly lists no folder
+        f.write("sources: [{name: web, input: [in/a.jsonl]}]\nclassifier: {kind: none}\n")
+    load_config(config, output=str(tmp_path / "in" / "out"))
+
+
+def test_an_output_with_another_scheme_in_the_config_is_refused(tmp_path):
+    config = _one_source(tmp_path, "output: s3:/bucket/x\n")
+    with pytest.raises(ConfigError, match="output 's3:/bucket/x': expected a local path or an s3:// URI"):
+        load_config(config)
+
+
+def test_yaml_1_2_floats_without_a_dot_are_numbers(tmp_path):
+    config = load_config(
+        _one_source(tmp_path, "dedup: {paragraphs: {false_positive_rate: 1e-4}}\nlanguage: {threshold: 5E-1}\n"),
+        output=str(tmp_path / "out"),
+        overrides=["mixture.max_passes=2e0"],
+    )
+    assert config.dedup.paragraphs.false_positive_rate == 1e-4 and config.language.threshold == 0.5
+    assert config.mixture.max_passes == 2.0
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        ("tokenizer: {path: in}\n", "tokenizer.path: '{tmp}/in' is a folder, not a tokenizer.json file"),
+        (
+            "dedup: {paragraphs: {ngram: 1000000000000}}\n",
+            "dedup.paragraphs.ngram: expected an integer in [1, 1000], got 1000000000000",
+        ),
+    ],
+)
+def test_small_settings_mistakes_are_one_line(tmp_path, extra, expected):
+    with pytest.raises(ConfigError) as error:
+        load_config(_one_source(tmp_path, extra), output=str(tmp_path / "out"))
+    assert error.value.problems == [expected.format(tmp=tmp_path)]
+
+
+def test_a_negative_weight_is_one_line(tmp_path):
+    config = _one_source(tmp_path)
+    with open(config, "w") as f:
+        f.write("sources: [{name: web, weight: -1, input: [in]}]\nclassifier: {kind: none}\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(config, output=str(tmp_path / "out"))
+    assert error.value.problems == ["sources[0].weight: expected a number >= 0, got -1.0"]
+
+
+@pytest.mark.parametrize("name", ["''", "'  '"])
+def test_an_empty_source_name_is_refused(tmp_path, name):
+    with open(_one_source(tmp_path), "w") as f:
+        f.write(f"sources: [{{name: {name}, input: [in]}}]\nclassifier: {{kind: none}}\n")
+    with pytest.raises(ConfigError, match=r"sources\[0\].name: empty"):
+        load_config(str(tmp_path / "config.yaml"), output=str(tmp_path / "out"))

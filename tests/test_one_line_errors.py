@@ -267,3 +267,59 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
     finally:
         os.close(write_end)
     assert result.returncode == 128 + signal.SIGPIPE and result.stderr == "", result.stderr[-3000:]
+
+
+STARTUP = "The current node timed out during startup. This could happen because some of the Ray processes\nfailed"
+
+
+def test_an_engine_that_does_not_start_is_one_line(monkeypatch):
+    """An embedded Ray slow to start under load (ray.init raises), or Spark's session failing: one line naming
+    what failed, not the engine's traceback."""
+    import ray
+
+    from pipeline import engine_ray
+    from pipeline.config import RayConfig
+    from pipeline.engine import EngineStartError
+
+    def slow_start(**_):
+        raise Exception(STARTUP)
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", slow_start)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(EngineStartError) as error:
+        engine_ray.start_ray(RayConfig())
+    assert str(error.value) == (
+        "Ray did not start: The current node timed out during startup. This could happen because some of the "
+        "Ray processes failed (a machine under load may start it on a rerun)"
+    )
+
+
+def test_spark_that_does_not_start_is_one_line(monkeypatch):
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from pipeline import engine_spark
+    from pipeline.engine import EngineStartError
+
+    def no_java(self):
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(engine_spark, "_session", None)
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", no_java)
+    with pytest.raises(EngineStartError, match="^Spark did not start: Java gateway process exited before sending"):
+        engine_spark.start(Config(engine="spark"))
+
+
+def test_the_engine_start_error_is_the_commands_one_line(tmp_path, monkeypatch, capsys):
+    from pipeline import belt, cli
+    from pipeline.engine import EngineStartError
+
+    def fails(config, kind):
+        raise EngineStartError("Ray did not start: timed out")
+
+    monkeypatch.setattr(belt, "run", fails)
+    monkeypatch.setattr(cli.reaper, "start", lambda: None)
+    code = cli.main(["run", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out")])
+    assert (code, capsys.readouterr().err) == (1, "engine error: Ray did not start: timed out\n")

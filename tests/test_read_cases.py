@@ -253,8 +253,12 @@ def test_hostile_inputs_keep_what_standard_tools_recover_and_each_file_is_read_o
     run_here(belt_config(tmp_path, {"input": patterns, "id_field": "id"}), out, settings)
     manifest = assert_complete(out)
     read = [part["file"] for part in manifest["inputs"]]
-    empty = {files["zero_bytes"], files["empty_gzip"]}  # no records: the manifest lists files with some
-    assert sorted(read) == sorted(set(files.values()) - empty)  # the links' targets once, under their own names
+    assert sorted(read) == sorted(set(files.values()))  # the links' targets once, under their own names
+    assert all(
+        part["records"] == 0
+        for part in manifest["inputs"]
+        if part["file"] in (files["zero_bytes"], files["empty_gzip"])
+    )
     docs = rows_of(out / "docs", ["file", "text"])
     rejects = rows_of(out / "rejects", ["file", "reason", "detail", "text"])
     records = {part["file"]: part["records"] for part in manifest["inputs"]}
@@ -265,7 +269,7 @@ def test_hostile_inputs_keep_what_standard_tools_recover_and_each_file_is_read_o
         assert all(row["reason"] == "read:malformed" and row["detail"].startswith(path) for row in unread), kind
         read_whole = kept + [row["text"] for row in rejected if row["reason"] == "exact_duplicate"]
         assert sorted(read_whole) == sorted(make_hostile_inputs.recoverable(paths[kind])), kind
-        assert records.get(path, 0) == len(kept) + len(rejected), kind
+        assert records[path] == len(kept) + len(rejected), kind
 
 
 def test_a_spark_output_folder_is_read_without_its_writers_files(tmp_path, run_here):
@@ -452,3 +456,18 @@ def test_a_parquet_file_cut_short_in_a_folder_is_one_named_reject_not_a_stop(tmp
     rows = [row for table in read_parquet(str(folder / "cut.parquet"), 0, "web") for row in table.to_pylist()]
     assert [row["reason"] for row in rows] == ["read:malformed"]
     assert rows[0]["detail"].startswith(f"{folder / 'cut.parquet'}: not a Parquet file")
+
+
+def test_a_warc_records_detail_names_its_problem_and_holds_no_raw_bytes(tmp_path):
+    liar = tmp_path / "liar.warc"  # no WARC-Target-URI, and 99999999 bytes declared before 5
+    liar.write_bytes(b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 99999999\r\n\r\nshort")
+    junk = tmp_path / "junk.warc.zst"
+    junk.write_bytes(zstd.compress(b'"\x97s\xd2\t\xb3\x00b\xe5\xb0\xd7\x1b[31m\r\n' * 3))
+    details = {}
+    for path in (liar, junk):
+        (row,) = [r for t in read_warc(str(path), 0, "web") for r in t.to_pylist()]
+        assert row["reason"] == "read:malformed"
+        details[path.name] = row["detail"]
+    assert details["liar.warc"] == f"{liar} at offset 0: a response record without WARC-Target-URI"
+    assert details["junk.warc.zst"].isascii() and details["junk.warc.zst"].isprintable(), details["junk.warc.zst"]
+    assert "\\x97" in details["junk.warc.zst"]

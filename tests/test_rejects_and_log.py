@@ -137,3 +137,29 @@ def test_a_pass_and_its_write_are_one_task_and_ray_warns_nothing(embedded_ray, t
     assert not [w for w in caught if issubclass(w.category, RayDeprecationWarning)], [str(w.message) for w in caught]
     written = sorted(tmp_path.glob("*.parquet"))
     assert written and all(set(pq.read_table(p)["task"].to_pylist()) == {p.stem.split("-")[1]} for p in written)
+
+
+def test_every_input_file_is_in_the_manifests_inputs_an_empty_one_too(tmp_path):
+    """A 0-byte input has no rows in the filter pass, so no counts of its own: it is still an input read."""
+    import json
+
+    from pipeline import finalize
+    from pipeline.config import Config
+
+    counts = json.dumps(
+        {"not_documents": {}, "rejected_by_stage": {}, "rejected_by_reason": {}, "documents": 0, "kept": 0}
+    )
+    part_counts = pa.table({"file_index": [1], "records": [0], "counts": [counts]}, schema=finalize.COUNT_SCHEMA)
+    files = [("/in/a.warc.gz", "web"), ("/in/b.jsonl", "web"), ("/in/c.jsonl", "other")]
+    result = finalize.manifest(
+        config=Config(),
+        out=tmp_path,
+        files=files,
+        records_read=0,
+        part_counts=part_counts,
+        stage_seconds={},
+        pass_seconds={},
+        wall_seconds=0.0,
+    )
+    zero = {"records": 0, "documents": 0, "kept": 0}
+    assert result["inputs"] == [{"file": path, "source": source, **zero} for path, source in files]
