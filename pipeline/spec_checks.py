@@ -105,9 +105,12 @@ def check_stages(config: Config, base: Path) -> None:
     names: dict[str, str] = {}  # stage name -> the entry that has it
     columns: dict[str, str] = {}  # column -> the entry that adds it
     stage_types: dict[str, pa.DataType] = {}  # column -> its type
+    problems = Problems()  # each entry's problem, so that validate lists every broken scorer
     for i, entry in enumerate(config.stages):
         key = f"stages[{i}]"
-        stage = _stage_entry(config, entry, key, base)
+        stage = problems.check(_stage_entry, config, entry, key, base)
+        if stage is None:
+            continue
         name = stage.spec.name
         if name in names or name in RESERVED_NAMES:
             why = f"{names[name]} has it too" if name in names else "a name of the belt's own passes"
@@ -115,7 +118,7 @@ def check_stages(config: Config, base: Path) -> None:
         names[name] = key
         if isinstance(entry, dict) and entry.get("kind") == "combine":
             unknown = [c for c in entry["scores"] if c not in columns or not _is_number(stage_types[c])]
-            if unknown:
+            if unknown and not problems.found:  # a broken entry's columns are not known
                 numbers = [c for c in columns if _is_number(stage_types[c])]
                 raise ConfigError(
                     f"{key}.scores: {unknown[0]!r} is not a number column an earlier stage adds (they add: "
@@ -128,6 +131,7 @@ def check_stages(config: Config, base: Path) -> None:
                 raise ConfigError(f"{key}: stage {name!r} adds the column {column!r}, which every row has already")
             columns[column] = key
             stage_types[column] = stage.spec.adds[column]
+    problems.raise_any()
     order = [entry if isinstance(entry, str) else None for entry in config.stages]
     if "extract" in order:
         reads_text = [e for e in order[: order.index("extract")] if e and "text" in spec.DOCUMENT_STAGES[e].needs]
@@ -219,7 +223,7 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
     if not settings.model:
         raise ConfigError(f"{key}.model: the transformers scorer needs a local model folder (save_pretrained's)")
     settings.model = resolve_path(settings.model, base)
-    if not os.path.isfile(os.path.join(settings.model, "config.json")):
+    if not os.path.lexists(os.path.join(settings.model, "config.json")):  # one that is there: checked when loaded
         raise ConfigError(f"{key}.model: {settings.model!r} is not a model folder (no config.json in it)")
     for name in ("max_chars", "max_tokens", "batch_size", "concurrency"):
         _check_number(getattr(settings, name), f"{key}.{name}", "a whole number above 0", lambda v: v == int(v) > 0)

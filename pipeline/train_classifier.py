@@ -608,15 +608,19 @@ def _encoder_parts(encoder: str, head: dict):
     from stages import model_files
 
     try:
-        model_files.check_model_folder(encoder, head=False, config_changes=head)
+        rows = model_files.check_model_folder(encoder, head=False, config_changes=head)
         config = AutoConfig.from_pretrained(encoder, local_files_only=True, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(encoder, local_files_only=True, trust_remote_code=False)
         model_files.pad_with_end_token(tokenizer)
+        model_files.check_token_ids(tokenizer, rows)
     except model_files.ModelFolderError as error:
         raise TrainingError(f"--encoder: {encoder}: {error}") from None
     except Exception as error:  # broken files: one line, not a traceback
         first = str(error).strip().split("\n")[0]
         raise TrainingError(f"--encoder: {encoder} does not load: {type(error).__name__}: {first}") from None
+    # the encoder's auto_map names code of its folder, which the new model's folder does not hold
+    config.__dict__.pop("auto_map", None)
+    tokenizer.init_kwargs.pop("auto_map", None)
     config.problem_type = None  # the encoder's own head, if it has one, is replaced: no check against it
     config.id2label, config.label2id, config.problem_type = head["id2label"], head["label2id"], head["problem_type"]
     if config.pad_token_id is None:

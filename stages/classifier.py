@@ -78,6 +78,11 @@ class FastTextClassifier:
         return 0.0
 
 
+def shown(score: float) -> str:
+    """A score in a reject's detail: three decimals, or NaN."""
+    return "NaN" if score != score else f"{score:.3f}"
+
+
 class ClassifierScore:
     """Adds a score column (`quality_score` for the belt's `classifier`, `score_NAME` for a named scorer);
     rejects `NAME:below_threshold` when a threshold is set."""
@@ -95,8 +100,9 @@ class ClassifierScore:
         scores = [float(self.model.score(text or "")) for text in alive["text"].to_pylist()]
         reasons = details = None
         if self.threshold is not None:
-            reasons = [f"{self.name}:below_threshold" if s < self.threshold else None for s in scores]
-            details = [f"score {s:.3f} < {self.threshold}" if s < self.threshold else None for s in scores]
+            below = [not s >= self.threshold for s in scores]  # a NaN score is not kept
+            reasons = [f"{self.name}:below_threshold" if b else None for b in below]
+            details = [f"score {shown(s)} < {self.threshold}" if b else None for b, s in zip(below, scores)]
         return {self.column: pa.array(scores, pa.float64())}, reasons, details
 
 

@@ -8,7 +8,11 @@ declares is allocated before it is compared with its files.
   names and shapes compared with the safetensors header, whose offsets are checked against the file's size: a
   config that claims more than its weights hold, or weights without the classification head (a bare encoder,
   another task's head), are refused before from_pretrained allocates anything;
-- the labels are bounded in count and in length (a label's name is copied into every scored row).
+- the labels are bounded in count and in length (a label's name is copied into every scored row), and unique;
+- every file of the folder is a regular file (a link to /dev/zero or a FIFO is never read), the ones transformers
+  reads within a size bound; config.json's numbers are finite (a NaN makes every score NaN);
+- the tokenizer is the folder's own tokenizer.json (without it transformers builds a fallback that scores every
+  document alike), it loads, and its ids fit the model's token embeddings.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ MAX_HEADER_BYTES = 100 << 20  # a safetensors header: about 100 bytes per tensor
 MAX_TOKENIZER_BYTES = 200 << 20  # tokenizer.json: a 250k-word vocabulary with its merges is about 20 MB
 MAX_LABELS = 1_000
 MAX_LABEL_CHARS = 100
+READ_FILES = (".json", ".txt", ".model")  # what transformers reads of a folder besides its weights: bounded
 # config.json's sizes: each well above any classifier's (XLM-R large: 250,002 words, 1,024 wide, 24 layers)
 SIZE_BOUNDS = {
     "vocab_size": 1_000_000,
@@ -45,11 +50,26 @@ class ModelFolderError(ValueError):
     """A model folder that may not be loaded: one line naming the file and the problem."""
 
 
+def check_files(folder: str) -> None:
+    """Every entry of the folder but a subfolder is a regular file (a link is followed: the Hugging Face cache
+    links its files), and the files transformers reads are within their size bounds, before anything reads them."""
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) or name == "config.json":  # config.json: read_config's checks, in its words
+            continue
+        if not os.path.isfile(path):
+            raise ModelFolderError(f"{name} is not a regular file")
+        if name.endswith(READ_FILES) and os.path.getsize(path) > MAX_TOKENIZER_BYTES:
+            raise ModelFolderError(f"{name}: {os.path.getsize(path):,} bytes, over {MAX_TOKENIZER_BYTES:,}")
+
+
 def read_config(folder: str) -> dict:
     """config.json, its size and numbers bounded, its model type one transformers has (never a folder's code)."""
     path = os.path.join(folder, "config.json")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise ModelFolderError("no config.json in it: not a model folder")
+    if not os.path.isfile(path):
+        raise ModelFolderError("config.json is not a regular file")
     if os.path.getsize(path) > MAX_CONFIG_BYTES:
         raise ModelFolderError(f"config.json: {os.path.getsize(path):,} bytes, over {MAX_CONFIG_BYTES:,} for a config")
     try:
@@ -58,6 +78,9 @@ def read_config(folder: str) -> dict:
         raise ModelFolderError(f"config.json: not JSON ({error})") from None
     if not isinstance(config, dict):
         raise ModelFolderError("config.json: expected a JSON object")
+    where = first_non_finite(config)
+    if where is not None:
+        raise ModelFolderError(f"config.json: {where[0]} is {where[1]}, not a finite number")
     for key, bound in SIZE_BOUNDS.items():
         value = config.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= bound):
@@ -70,6 +93,19 @@ def read_config(folder: str) -> dict:
             "is never run)"
         )
     return config
+
+
+def first_non_finite(value, key: str = "") -> tuple[str, str] | None:
+    """(its key, NaN or Infinity) of the first number in a JSON value that is not finite; Python's json reads
+    NaN, Infinity and 1e999."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key or "a value", "NaN" if value != value else "Infinity"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for inner, item in items:
+        found = first_non_finite(item, f"{key}.{inner}" if key else str(inner))
+        if found:
+            return found
+    return None
 
 
 def labels_of(config: dict) -> tuple[list[str], str]:
@@ -87,6 +123,11 @@ def labels_of(config: dict) -> tuple[list[str], str]:
     if any(not isinstance(name, str) or len(name) > MAX_LABEL_CHARS for name in labels):
         raise ModelFolderError(
             f"config.json: id2label: a label name is not text of at most {MAX_LABEL_CHARS} characters"
+        )
+    twice = [name for name in dict.fromkeys(labels) if labels.count(name) > 1]
+    if twice:
+        raise ModelFolderError(
+            f"config.json: id2label: the label {twice[0]!r} is named twice (which one would `label` be?)"
         )
     problem = config.get("problem_type")
     if problem == "regression" or len(labels) == 1:
@@ -137,22 +178,21 @@ def weight_shapes(folder: str) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def check_model_folder(folder: str, head: bool = True, config_changes: dict | None = None) -> dict:
-    """Refuse a folder whose config describes another model than its weights hold; returns its config.json.
-    `head`: the weights must hold a sequence-classification head (a scorer); else only the encoder (the
-    encoder train-classifier puts a head on). `config_changes`: settings the loader will change (labels)."""
+def check_model_folder(folder: str, head: bool = True, config_changes: dict | None = None) -> int:
+    """Refuse a folder whose config describes another model than its weights hold, or without its tokenizer;
+    returns the number of token ids its embeddings hold (check_token_ids). `head`: the weights must hold a
+    sequence-classification head (a scorer); else only the encoder (the encoder train-classifier puts a head on).
+    `config_changes`: settings the loader will change (labels)."""
+    check_files(folder)
     config = read_config(folder)
     labels_of(config)
     architectures = config.get("architectures") or []
     if head and not any(str(name).endswith("ForSequenceClassification") for name in architectures):
         named = ", ".join(map(str, architectures)) or "no architectures"
         raise ModelFolderError(f"config.json: {named}: not a sequence-classification model (the scorer needs its head)")
-    tokenizer = os.path.join(folder, "tokenizer.json")
-    if os.path.isfile(tokenizer) and os.path.getsize(tokenizer) > MAX_TOKENIZER_BYTES:
-        raise ModelFolderError(f"tokenizer.json: over {MAX_TOKENIZER_BYTES:,} bytes")
     found = weight_shapes(folder)
     expected = meta_model_shapes(config | (config_changes or {}))
-    prefix = expected.pop("", ("",))[0]
+    prefix, rows = expected.pop("")
     if not head:  # the encoder's own weights, with or without its base-model prefix; a missing pooler is trained
         expected = {name: shape for name, shape in expected.items() if name.startswith(prefix + ".")}
         expected = {name: shape for name, shape in expected.items() if ".pooler." not in name or name in found}
@@ -162,13 +202,39 @@ def check_model_folder(folder: str, head: bool = True, config_changes: dict | No
             raise ModelFolderError(f"the weights have no {name} (config.json describes another model)")
         if have != shape:
             raise ModelFolderError(f"{name} is {list(have)} in the weights, {list(shape)} by config.json")
-    return config
+    check_tokenizer_file(folder)
+    return rows
+
+
+def check_tokenizer_file(folder: str) -> None:
+    """tokenizer.json is there and loads (its error in one complete line, not transformers' cut one)."""
+    from tokenizers import Tokenizer
+
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.lexists(path):
+        raise ModelFolderError(
+            "it has no tokenizer.json (a scorer's folder holds its tokenizer: save it with the model)"
+        )
+    try:
+        Tokenizer.from_file(path)
+    except Exception as error:
+        first = str(error).strip().split("\n")[0][:300]
+        raise ModelFolderError(f"tokenizer.json does not load: {first}") from None
+
+
+def check_token_ids(tokenizer, rows: int) -> None:
+    """A tokenizer whose ids go past the model's token embeddings would index past them."""
+    top = max(tokenizer.get_vocab().values(), default=0)
+    if top >= rows:
+        raise ModelFolderError(
+            f"its tokenizer has ids up to {top:,}, past the model's {rows:,} token embeddings (vocab_size)"
+        )
 
 
 def meta_model_shapes(config: dict) -> dict:
     """The parameters' names and shapes of the sequence-classification model a (bounded) config describes,
     built on the meta device: no memory. Tied copies are left out (the file holds one). Key "" holds the base
-    model's prefix."""
+    model's prefix and the number of its token embeddings."""
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
@@ -182,7 +248,7 @@ def meta_model_shapes(config: dict) -> dict:
         model = AutoModelForSequenceClassification.from_config(built, trust_remote_code=False)
     tied = set(getattr(model, "all_tied_weights_keys", None) or {})
     shapes: dict = {name: tuple(p.shape) for name, p in model.named_parameters() if name not in tied}
-    shapes[""] = (model.base_model_prefix,)
+    shapes[""] = (model.base_model_prefix, model.get_input_embeddings().num_embeddings)
     return shapes
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import model_files
 from .ledger import run_on_alive
 from .stamps import file_stamp
+from .classifier import shown
 from .tokenizer_child import tokenize_in_child
 from .user import StageError
 
@@ -51,10 +52,11 @@ def load_tokenizer(model_dir: str):
     from transformers import AutoTokenizer
 
     with _one_line(model_dir):
-        model_files.check_model_folder(model_dir)
+        rows = model_files.check_model_folder(model_dir)
         # local_files_only: a folder on disk, never a download
         tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True, trust_remote_code=False)
         model_files.pad_with_end_token(tokenizer)
+        model_files.check_token_ids(tokenizer, rows)
     return tokenizer
 
 
@@ -210,8 +212,8 @@ class TransformerScore:
         details: list = [f and f[1] for f in failed]
         if self.threshold is not None:
             for i, s in enumerate(scores):
-                if s is not None and s < self.threshold:
-                    reasons[i], details[i] = f"{self.name}:below_threshold", f"score {s:.3f} < {self.threshold}"
+                if s is not None and not s >= self.threshold:  # a NaN score too
+                    reasons[i], details[i] = f"{self.name}:below_threshold", f"score {shown(s)} < {self.threshold}"
         score_column, second_column = self.columns
         if self.threshold is None and not any(reasons):
             return {score_column: scores, second_column: second}, None, None

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import ROOT, ledger_table
 
@@ -215,3 +216,79 @@ def train(tmp_path: Path, encoder: Path, input: str | None = None) -> subprocess
         text=True,
         timeout=300,
     )
+
+
+# --- issue 46, a new user's trial: a folder without its tokenizer, NaN, every problem listed, files not regular
+
+
+def test_a_folder_without_its_tokenizer_or_with_more_words_than_the_model_is_refused(tmp_path):
+    """transformers builds a fallback tokenizer without tokenizer.json: every document got the same score."""
+    model = hostile.model_folder(tmp_path / "model")
+    (model / "tokenizer.json").unlink()
+    (model / "tokenizer_config.json").unlink()
+    refused(tmp_path, model, "it has no tokenizer.json (a scorer's folder holds its tokenizer")
+    words = hostile.tokenizer_json()
+    words["model"]["vocab"]["river"] = len(hostile.WORDS)  # id 21: past the model's 21 embeddings
+    model = hostile.model_folder(tmp_path / "wider", tokenizer=words)
+    refused(tmp_path, model, "its tokenizer has ids up to 21, past the model's 21 token embeddings (vocab_size)")
+
+
+def test_a_config_with_a_number_that_is_not_finite_is_refused(tmp_path):
+    model = hostile.model_folder(tmp_path / "model", {"layer_norm_eps": float("nan")})  # every score NaN
+    refused(tmp_path, model, "config.json: layer_norm_eps is NaN, not a finite number")
+
+
+def test_a_nan_score_is_below_any_threshold(tmp_path, monkeypatch):
+    from stages.classifier import ClassifierScore
+
+    stage = TransformerScore(TransformerScorer(str(hostile.model_folder(tmp_path / "model"))), "hq", threshold=0.1)
+    monkeypatch.setattr(stage.scorer, "scores_of", lambda outputs: ([math.nan, 0.5], ["low", "high"]))
+    out = stage(ledger_table([DOCUMENT, "the river"]))
+    assert out["reason"].to_pylist() == ["hq:below_threshold", None]
+    assert out["detail"].to_pylist()[0] == "score NaN < 0.1"
+
+    class NaNModel:
+        def score(self, text):
+            return math.nan if text == "a" else 0.5
+
+    out = ClassifierScore(NaNModel(), threshold=0.1, name="clf", column="score_clf")(ledger_table(["a", "b"]))
+    assert out["reason"].to_pylist() == ["clf:below_threshold", None]
+    assert out["detail"].to_pylist()[0] == "score NaN < 0.1"
+
+
+def test_validate_lists_every_broken_scorers_problem(tmp_path):
+    first = hostile.model_folder(tmp_path / "one", {"hidden_size": 65_536})
+    second = hostile.model_folder(tmp_path / "two", {"architectures": ["BertModel"]})
+    config = hostile.scorer_config(tmp_path, first, [DOCUMENT])
+    settings = yaml.safe_load(config.read_text())
+    settings["stages"].append({"scorer": "hq2", "kind": "transformers", "model": str(second)})
+    config.write_text(yaml.safe_dump(settings))
+    with pytest.raises(ConfigError) as error:
+        load_config(str(config), output=str(tmp_path / "out"))
+    assert [problem[:10] for problem in error.value.problems] == ["stages[0].", "stages[1]."], error.value.problems
+
+
+@pytest.mark.parametrize("file", ["config.json", "tokenizer.json", "model.safetensors"])
+def test_a_model_file_that_is_not_a_regular_file_is_refused_in_one_line(tmp_path, file):
+    model = hostile.model_folder(tmp_path / "model")
+    (model / file).unlink()
+    (model / file).symlink_to("/dev/zero")
+    refused(tmp_path, model, f"{file} is not a regular file")
+
+
+def test_two_labels_of_the_same_name_are_refused(tmp_path):
+    model = hostile.model_folder(tmp_path / "model", {"id2label": {"0": "x", "1": "x"}, "label2id": {"x": 1}})
+    refused(tmp_path, model, "config.json: id2label: the label 'x' is named twice")
+
+
+def test_train_classifier_saves_no_auto_map_of_its_encoder(tmp_path):
+    from pipeline.train_classifier import _encoder_parts
+
+    encoder = hostile.model_folder(tmp_path / "enc", {"auto_map": {"AutoConfig": "evil.C"}})
+    tokenizer_config(encoder, auto_map={"AutoTokenizer": [None, "evil.T"]})
+    head = {"id2label": {0: "neg", 1: "pos"}, "label2id": {"neg": 0, "pos": 1}, "problem_type": None}
+    tokenizer, config = _encoder_parts(str(encoder), head)
+    config.save_pretrained(tmp_path / "out")
+    tokenizer.save_pretrained(tmp_path / "out")
+    for name in ("config.json", "tokenizer_config.json"):
+        assert "auto_map" not in json.loads((tmp_path / "out" / name).read_text()), name

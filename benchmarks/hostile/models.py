@@ -200,7 +200,44 @@ def slow_tokenizer(folder: Path) -> list[str]:
     return _run(folder, model, [DOCUMENT, ("a" * 29 + " ") * 200, DOCUMENT])
 
 
+def no_tokenizer(folder: Path) -> list[str]:
+    """tokenizer.json and tokenizer_config.json deleted: before, transformers built a fallback tokenizer and
+    every document got the same score."""
+    model = model_folder(folder / "model")
+    (model / "tokenizer.json").unlink()
+    (model / "tokenizer_config.json").unlink()
+    return _run(folder, model, [DOCUMENT, "the river", "a of and to in"])
+
+
+def nan_config(folder: Path) -> list[str]:
+    """config.json's layer_norm_eps is NaN: before, every score NaN, kept past a threshold."""
+    return _run(folder, model_folder(folder / "model", {"layer_norm_eps": float("nan")}), threshold=0.5)
+
+
+def linked_to_dev_zero(folder: Path) -> list[str]:
+    """tokenizer.json is a link to /dev/zero: before, a line cut off at 'from one of: '."""
+    model = model_folder(folder / "model")
+    (model / "tokenizer.json").unlink()
+    (model / "tokenizer.json").symlink_to("/dev/zero")
+    return ["validate", str(scorer_config(folder, model, [DOCUMENT]))]
+
+
+def two_broken_scorers(folder: Path) -> list[str]:
+    """Two scorers, each broken: before, validate named the first only."""
+    first = model_folder(folder / "one", {"id2label": {"0": "x", "1": "x"}, "label2id": {"x": 1}})
+    second = model_folder(folder / "two", {"layer_norm_eps": float("nan")})
+    config = scorer_config(folder, first, [DOCUMENT])
+    settings = yaml.safe_load(config.read_text())
+    settings["stages"].append({"scorer": "hq2", "kind": "transformers", "model": str(second)})
+    config.write_text(yaml.safe_dump(settings))
+    return ["validate", str(config)]
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
+    "models_no_tokenizer": no_tokenizer,
+    "models_nan_config": nan_config,
+    "models_linked_to_dev_zero": linked_to_dev_zero,
+    "models_two_broken_scorers": two_broken_scorers,
     "models_billion_labels": billion_labels,
     "models_billion_labels_validate": billion_labels_validate,
     "models_huge_dimensions": huge_dimensions,
