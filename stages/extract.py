@@ -25,22 +25,25 @@ Methods (`extract.method`; measured in docs/benchmarks.md, "Extraction: speed an
 from __future__ import annotations
 
 import codecs
-import ctypes
 import functools
 import json
 import os
 import re
-import select
-import signal
-import struct
-import subprocess
-import sys
 import threading
 import time
 
 import pyarrow as pa
 
 from stages import blocks
+from stages.child_process import (
+    ChildProcess,
+    child_streams,
+    die_with_parent,
+    framed,
+    read_message,
+    unframed,
+    write_message,
+)
 from stages.ledger import run_on_alive
 from stages.time_limit import TimeLimitExceeded, call_with_time_limit
 
@@ -446,27 +449,8 @@ class Extract:
 _STARTUP_S = 300.0  # imports and a first page, on a loaded machine
 _GRACE_S = 0.5  # the child's own alarm stops Python code at the limit; past this, the child is killed
 _WARM_UP = "<html><body><article><p>A first page loads what every page needs.</p></article></body></html>"
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _children: dict[tuple, _Child] = {}
 _children_lock = threading.Lock()  # one batch at a time per process: a child extracts one page at a time
-
-
-def _write(stream, data: bytes) -> None:
-    stream.write(struct.pack("<Q", len(data)))
-    stream.write(data)
-    stream.flush()
-
-
-def _read(stream) -> bytes:
-    """The next message from a blocking stream; EOFError at its end."""
-    header = stream.read(8)
-    if len(header) < 8:
-        raise EOFError
-    (size,) = struct.unpack("<Q", header)
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError
-    return data
 
 
 def _message_bytes(message) -> bytes:
@@ -477,88 +461,20 @@ def _message(data: bytes):
     return json.loads(data.decode("utf-8", "surrogatepass"))
 
 
-def _pages_bytes(pages: list[str]) -> bytes:
-    """A batch of pages: each one's UTF-8 after its 8-byte length. (JSON's escaping of a page costs about seven
-    times its encoding, and as much again to parse: 2 of the 6 CPU-s resiliparse-blocks spent on the real pages.)"""
-    parts: list[bytes] = []
-    for page in pages:
-        data = page.encode("utf-8", "surrogatepass")
-        parts += (struct.pack("<Q", len(data)), data)
-    return b"".join(parts)
-
-
-def _pages(data: bytes) -> list[str]:
-    pages, at = [], 0
-    while at < len(data):
-        (size,) = struct.unpack_from("<Q", data, at)
-        pages.append(data[at + 8 : at + 8 + size].decode("utf-8", "surrogatepass"))
-        at += 8 + size
-    return pages
-
-
-class _Child:
-    """An extraction process: pages in through its stdin, results out through its stdout."""
+class _Child(ChildProcess):
+    """An extraction process: pages in, each its UTF-8 after its length (JSON's escaping of a page costs about
+    seven times its encoding, and as much again to parse: 2 of the 6 CPU-s resiliparse-blocks spent on the real
+    pages); results out as JSON."""
 
     def __init__(self, settings: dict):
-        path = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", "from stages.extract import _serve; _serve()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=dict(os.environ, PYTHONPATH=path),
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.pages_out, self.results_in = self.process.stdin, self.process.stdout
-        self.parent = os.getpid()  # a forked copy of this process must not share the child
-        self.buffer = b""
-        _write(self.pages_out, _message_bytes((os.getpid(), settings)))
-        if self.receive(time.monotonic() + _STARTUP_S) != "ready":
+        super().__init__("stages.extract", "_serve", _message_bytes((os.getpid(), settings)))
+        ready = self.receive(time.monotonic() + _STARTUP_S)
+        if ready is None or _message(ready) != "ready":
             self.stop()
             raise RuntimeError(f"the extraction process did not start (exit status {self.process.returncode})")
 
-    def usable(self) -> bool:
-        return self.parent == os.getpid() and self.process.poll() is None
-
-    def send(self, pages: list[str]) -> None:
-        _write(self.pages_out, _pages_bytes(pages))
-
-    def receive(self, deadline: float):
-        """The next message, or None if it has not come by `deadline`; EOFError if the child is gone."""
-        header = self._take(8, deadline)
-        if header is None:
-            return None
-        (size,) = struct.unpack("<Q", header)
-        data = self._take(size, deadline)
-        if data is None:
-            self.buffer = header + self.buffer  # (the caller stops the child anyway)
-            return None
-        return _message(data)
-
-    def _take(self, size: int, deadline: float) -> bytes | None:
-        # poll, not select: a worker may hold over 1,024 file descriptors
-        poller = select.poll()
-        poller.register(self.results_in.fileno(), select.POLLIN)
-        while len(self.buffer) < size:
-            left = deadline - time.monotonic()
-            if left <= 0 or not poller.poll(left * 1000):
-                return None
-            chunk = os.read(self.results_in.fileno(), max(size - len(self.buffer), 1 << 16))
-            if not chunk:
-                raise EOFError
-            self.buffer += chunk
-        data, self.buffer = self.buffer[:size], self.buffer[size:]
-        return data
-
-    def stop(self) -> int | None:
-        """Kill it and wait for it; its exit status."""
-        self.process.kill()
-        code = self.process.wait()
-        for stream in (self.pages_out, self.results_in):
-            try:
-                stream.close()
-            except OSError:
-                pass  # a pipe the child never read to the end
-        return code
+    def send_pages(self, pages: list[str]) -> None:
+        self.send(framed([page.encode("utf-8", "surrogatepass") for page in pages]))
 
 
 def _extract_in_child(stage: Extract, pages: list[str]) -> list[tuple[str | None, str | None, str | None]]:
@@ -571,7 +487,7 @@ def _extract_in_child(stage: Extract, pages: list[str]) -> list[tuple[str | None
             child = _children.get(key)
             if child is None or not child.usable():
                 child = _children[key] = _Child(settings)
-            child.send(pages[len(results) :])
+            child.send_pages(pages[len(results) :])
             while len(results) < len(pages):
                 started = time.monotonic()
                 try:
@@ -585,37 +501,23 @@ def _extract_in_child(stage: Extract, pages: list[str]) -> list[tuple[str | None
                     stopped = time.monotonic() - started
                     results.append((None, "extract:timeout", f"over {stage.timeout_s} s (stopped at {stopped:.1f} s)"))
                     break
-                results.append(result)
+                results.append(_message(result))
     return results
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux: the kernel kills this process when its parent dies (PR_SET_PDEATHSIG), even by SIGKILL.
-    Elsewhere it ends when its input does."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(0)
 
 
 def _serve() -> None:
     """The extraction child's main loop: settings, then batches of pages; a result per page as it is done."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; the child dies with it
-    results = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # whatever a library prints goes to stderr, not into the results
-    pages_in = sys.stdin.buffer
-    parent, settings = _message(_read(pages_in))
-    _die_with_parent(parent)
+    pages_in, results = child_streams()
+    parent, settings = _message(read_message(pages_in))
+    die_with_parent(parent)
     stage = Extract(**settings)
     stage.load()
     stage.extract_text(_WARM_UP)  # trafilatura's first call loads more than a page needs: not in a page's time
-    _write(results, _message_bytes("ready"))
+    write_message(results, _message_bytes("ready"))
     while True:
         try:
-            pages = _pages(_read(pages_in))
+            pages = unframed(read_message(pages_in))
         except EOFError:  # the parent is done, or gone
             return
-        for html in pages:
-            _write(results, _message_bytes(stage.extract_decoded(html)))
+        for page in pages:
+            write_message(results, _message_bytes(stage.extract_decoded(page.decode("utf-8", "surrogatepass"))))
