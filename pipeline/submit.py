@@ -169,9 +169,27 @@ def submit_command(args) -> int:
     try:
         # `ray job submit` uploads the folder before it returns; it prints the job id and next steps, and with
         # --wait streams the logs and exits 1 on failure.
-        return subprocess.call(command)
+        return submit_when_the_agent_is_ready(command)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+
+
+AGENT_NOT_READY = "No available agent to submit job"  # the head's answer until its job agent has registered
+AGENT_WAIT_S = 60.0
+
+
+def submit_when_the_agent_is_ready(command: list[str]) -> int:
+    """`ray job submit`, again while the head answers that no job agent is ready yet (for a while after `ray
+    start`; no job was made, so the same submission id is free), for at most AGENT_WAIT_S. Its stderr is read
+    to see that answer and passed on as it is."""
+    deadline = time.monotonic() + AGENT_WAIT_S
+    while True:
+        done = subprocess.run(command, stderr=subprocess.PIPE, text=True, errors="replace")
+        if done.returncode == 0 or AGENT_NOT_READY not in done.stderr or time.monotonic() > deadline:
+            sys.stderr.write(done.stderr)
+            return done.returncode
+        print("submit: the head's job agent is not ready yet; submitting again in 3 s", flush=True)
+        time.sleep(3)
 
 
 def unreachable(address: str) -> str | None:

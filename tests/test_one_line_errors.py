@@ -323,3 +323,23 @@ def test_the_engine_start_error_is_the_commands_one_line(tmp_path, monkeypatch, 
     monkeypatch.setattr(cli.reaper, "start", lambda: None)
     code = cli.main(["run", str(ROOT / "configs" / "local.yaml"), "--output", str(tmp_path / "out")])
     assert (code, capsys.readouterr().err) == (1, "engine error: Ray did not start: timed out\n")
+
+
+def test_submit_tries_again_while_the_heads_job_agent_is_not_ready(tmp_path, capsys):
+    """Right after `ray start` the head answers "No available agent to submit job" (CI saw it once); the submit
+    is made again, and any other failure is passed on at once."""
+    from pipeline import submit
+
+    tries = tmp_path / "tries"
+    script = tmp_path / "ray_job_submit.sh"
+    script.write_text(
+        f'echo x >> {tries}\nif [ "$(wc -l < {tries})" -lt 2 ]; then\n'
+        '  echo "RuntimeError: Request failed with status code 500: No available agent to submit job" >&2; exit 1\n'
+        "fi\necho submitted\n"
+    )
+    assert submit.submit_when_the_agent_is_ready(["bash", str(script)]) == 0
+    assert tries.read_text().count("x") == 2 and "not ready yet" in capsys.readouterr().out
+    other = tmp_path / "other.sh"
+    other.write_text('echo "some other failure" >&2; exit 3\n')
+    assert submit.submit_when_the_agent_is_ready(["bash", str(other)]) == 3
+    assert "some other failure" in capsys.readouterr().err
