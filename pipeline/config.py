@@ -294,8 +294,10 @@ class ParagraphDedupConfig:
     later document, after exact and near dedup (pipeline/paragraphs.py)."""
 
     enabled: bool = False
-    ngram: int | None = None  # null: a paragraph goes when seen before whole; N: DCLM's BFF rule over word N-grams
-    threshold: float = 0.8  # with ngram: a paragraph goes when at least this share of its N-grams was seen before
+    ngram: int | None = None  # null: a paragraph goes when seen before whole; N: DCLM's BFF over token N-grams
+    min_ngram: int | None = None  # BFF's min_ngram_size: shorter paragraphs are never removed; null: ngram
+    threshold: float = 0.8  # BFF: a paragraph goes when more than this share of its N-grams was seen before
+    remove_type: str = "paragraph"  # BFF's: paragraph, old-both (DCLM's runs: its document rule too), document
     filter: str = "bloom"  # the units seen: bloom (a Bloom filter per shard) or exact (a sorted set per shard)
     false_positive_rate: float = 0.001  # bloom: the rate its size is chosen for
     expected: int | None = None  # bloom: the units it is sized for, in all; null: those counted in its first step

@@ -88,7 +88,9 @@ RANGES = {
     "dedup.rows": _POSITIVE_INT,
     "dedup.shards": _POSITIVE_INT,
     "dedup.paragraphs.ngram": ("an integer in [1, 1000]", lambda v: 1 <= v <= 1000),  # a paragraph's n-grams
-    "dedup.paragraphs.threshold": ("a number in (0, 1]", lambda v: 0 < v <= 1),
+    "dedup.paragraphs.min_ngram": ("an integer in [1, 1000]", lambda v: 1 <= v <= 1000),
+    # BFF removes over the threshold: at 1 nothing would ever go
+    "dedup.paragraphs.threshold": ("a number in [0, 1)", lambda v: 0 <= v < 1),
     "dedup.paragraphs.false_positive_rate": ("a number in (0, 1)", lambda v: 0 < v < 1),
     "dedup.paragraphs.expected": _POSITIVE_INT,
     "dedup.paragraphs.min_words": _AT_LEAST_0,
@@ -113,6 +115,7 @@ CHOICES = {
     "classifier.kind": ("naive_bayes", "fasttext", "none"),
     "dedup.verify": ("exact", "estimated", "none"),
     "dedup.paragraphs.filter": ("bloom", "exact"),
+    "dedup.paragraphs.remove_type": ("paragraph", "old-both", "document"),
     "tokenizer.engine": ("auto", "tokenizers"),
     "packing.remainder": ("drop", "pad"),
 }
@@ -392,6 +395,14 @@ def check_dedup(config: Config) -> None:
             f"dedup.paragraphs.enabled: sources[{i}] ({config.sources[i].name!r}) is curated, and curated sources "
             "join at the tokenizer, after paragraph dedup; run paragraph dedup in the run that wrote it, or read "
             "it as Parquet text to filter (curated: false)"
+        )
+    if paragraphs.ngram is None and (paragraphs.min_ngram is not None or paragraphs.remove_type != "paragraph"):
+        key = "min_ngram" if paragraphs.min_ngram is not None else "remove_type"
+        raise ConfigError(f"dedup.paragraphs.{key}: BFF's setting, set only with dedup.paragraphs.ngram")
+    if paragraphs.ngram and paragraphs.min_ngram and paragraphs.min_ngram > paragraphs.ngram:
+        raise ConfigError(
+            f"dedup.paragraphs.min_ngram: {paragraphs.min_ngram} is over ngram ({paragraphs.ngram}); a paragraph of "
+            "fewer tokens than ngram is one unit when it has at least min_ngram"
         )
     rate_in_range = 0 < paragraphs.false_positive_rate < 1  # else said by its range check
     if paragraphs.enabled and paragraphs.filter == "bloom" and paragraphs.expected and rate_in_range:

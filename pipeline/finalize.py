@@ -252,7 +252,8 @@ def manifest(
 def _paragraph_dedup(filter_stats: dict, per_file: list[dict]) -> dict:
     """The manifest's paragraph_dedup section: the filter (pipeline/paragraphs.py), what was removed, the
     paragraphs removed most often (each file's most frequent, summed) and the documents most changed."""
-    totals = {key: sum(f[key] for f in per_file) for key in ("documents", "documents_changed", "paragraphs_removed")}
+    kinds = ("documents", "documents_changed", "documents_removed", "paragraphs_removed")
+    totals = {key: sum(f[key] for f in per_file) for key in kinds}
     chars, chars_removed = sum(f["chars"] for f in per_file), sum(f["chars_removed"] for f in per_file)
     top: Counter[str] = Counter()
     for f in per_file:

@@ -1,6 +1,7 @@
 """Paragraph dedup (dedup.paragraphs), after exact and near dedup: a paragraph seen before, in the fixed order
-of documents, is removed from every later document (or, with `ngram`, a paragraph most of whose n-grams were
-seen before: DCLM's BFF rule). Two steps of tasks (engine.map_items), then finalize applies the result:
+of documents, is removed from every later document (or, with `ngram`, DCLM's BFF: a paragraph more than
+`threshold` of whose n-grams a kept paragraph had before, and with `remove_type` old-both or document BFF's
+document rule). Steps of tasks (engine.map_items), then finalize applies the result:
 
 1. per input file: the units (stages/paragraphs.py) of the documents still kept, each written to the shard its
    hash falls in (`_work/paragraphs/units/shard-S/file-N.parquet`, in document order), and each paragraph's
@@ -8,13 +9,21 @@ seen before: DCLM's BFF rule). Two steps of tasks (engine.map_items), then final
 2. per shard: its files read in file order, so its units arrive in the global order of documents; whether each
    was seen before is asked of the shard's Bloom filter (or exact set), then the units join it. The units seen,
    counted per paragraph, go to `seen/file-N/shard-S.parquet`. A shard holds its filter and one file's units;
-   its filter is sized from the units counted in step 1 (or `expected`) and the false-positive rate set;
-3. finalize (pipeline/finalize.py), per input file: a paragraph whose seen units reach the threshold (all of
-   its one unit without `ngram`) leaves the text; a document left under `min_words` words is rejected
-   `paragraph_dedup:too_short`.
+   its filter is sized from the units counted in step 1 (or `expected`) and the false-positive rate set.
+   With `ngram` (BFF), whether a unit counts depends on whether the paragraphs that had it were kept, which no
+   shard can know: the shard finds instead its units that recur in a later paragraph (seen before, then read
+   again), and writes their every occurrence with a dense id to `repeats/file-N/shard-S.parquet`;
+3. with `ngram` only, one task (BFF's one filter, in the order of documents): each file's paragraphs and their
+   repeated units' ids, each paragraph judged against the ids inserted so far (one byte an id), a kept one's
+   ids then inserted; the paragraphs and documents that go are written to `removed/file-N.parquet`;
+4. finalize (pipeline/finalize.py), per input file: the paragraphs that go leave the text (without `ngram`,
+   every paragraph seen before); a document BFF's document rule removes is rejected
+   `paragraph_dedup:duplicate`, one left under `min_words` words `paragraph_dedup:too_short`.
 
-The verdicts depend on the order of documents only, never on the number of workers; with a Bloom filter, on
-its size too (the shards and the rate), which the config fixes.
+The verdicts depend on the order of documents only, never on the number of workers; with a Bloom filter
+and without `ngram`, on its size too (the shards and the rate), which the config fixes. With `ngram` a Bloom
+filter only finds the candidates that recur (its false positives are dropped once the ids are exact), so the
+verdicts are the exact set's.
 """
 
 from __future__ import annotations
@@ -35,7 +44,17 @@ from pipeline import engine
 from pipeline.config import ConfigError, ParagraphDedupConfig, PassResources
 from pipeline.filtering import part_name
 from pipeline.storage import part_index
-from stages.paragraphs import BloomFilter, ExactSet, filter_too_large, line_hashes, seen_before, units
+from stages.paragraphs import (
+    WHOLE_DOCUMENT,
+    BloomFilter,
+    ExactSet,
+    bff_units,
+    filter_too_large,
+    line_hashes,
+    resolve,
+    seen_before,
+    units,
+)
 from stages.table_rows import sort_rows
 
 SHOWN_CHARS = 200  # of a paragraph listed in the manifest (samples: five times as many)
@@ -47,6 +66,8 @@ TRACKED_PARAGRAPHS = 1 << 20  # distinct paragraphs removed counted per file at 
 WORD = re.compile(r"\S+")  # a word as str.split() splits them (Unicode whitespace)
 LINES_SCHEMA = pa.schema([("order", pa.int64()), ("para", pa.int32()), ("units", pa.int32())])
 SEEN_SCHEMA = pa.schema([("order", pa.int64()), ("para", pa.int32()), ("seen", pa.int32())])
+REPEATS_SCHEMA = pa.schema([("order", pa.int64()), ("para", pa.int32()), ("id", pa.int64())])
+REMOVED_SCHEMA = pa.schema([("order", pa.int64()), ("para", pa.int32()), ("share", pa.float64())])
 
 
 def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards: int, work: Path) -> dict:
@@ -64,6 +85,8 @@ def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards
             "file": i,
             "dropped": dropped[(dropped >> 40) == i].tolist(),
             "ngram": config.ngram or 0,
+            "min_ngram": config.min_ngram or config.ngram or 0,  # null: the n-gram size, as DCLM runs BFF
+            "whole_document": config.remove_type == "document",
             "shards": shards,
         }
         for i in files
@@ -78,8 +101,14 @@ def run(filtered: Path, verdicts: pa.Table, config: ParagraphDedupConfig, shards
         | {"expected": expected[s], "rate": config.false_positive_rate}
         for s in range(shards)
     ]
-    results = engine.map_items(find_seen, steps, PassResources())
-    return {
+    results = engine.map_items(find_repeats if config.ngram else find_seen, steps, PassResources())
+    stated = {}
+    if config.ngram:  # step 3: BFF's verdicts, in one task
+        ids = np.cumsum([0] + [r["repeated"] for r in results]).tolist()
+        judge = {"folder": str(folder), "files": files, "ids": ids, "threshold": config.threshold}
+        document_rule = config.remove_type == "old-both"
+        (stated,) = engine.map_items(judge_paragraphs, [judge | {"document_rule": document_rule}], PassResources())
+    return stated | {
         "filter": config.filter,
         "units": int(per_shard.sum()),
         "units_seen": sum(r["seen"] for r in results),
@@ -113,7 +142,10 @@ def hash_file(item: dict) -> dict:
     with PartWriters() as writers:
         for start, end in batches(table["text"]):
             batch = table.slice(start, end - start)
-            lines, found = units(batch["text"], item["ngram"])
+            if item["ngram"]:
+                lines, found = bff_units(batch["text"], item["ngram"], item["min_ngram"], item["whole_document"])
+            else:
+                lines, found = units(batch["text"])
             orders = batch["order"].to_numpy()[lines["doc"]]
             lines_table = pa.table([orders, lines["para"], lines["units"]], schema=LINES_SCHEMA)
             writers.write(folder / "lines" / name, lines_table)
@@ -208,6 +240,137 @@ def find_seen(item: dict) -> dict:
     }
 
 
+def find_repeats(item: dict) -> dict:
+    """Step 2 for one shard with `ngram`: its units seen in an earlier paragraph (by its filter: a false
+    positive only adds a candidate) make its set of repeated units, and every occurrence of those, with the
+    unit's rank in the set (its id, once offset by the earlier shards' counts), goes to
+    `repeats/file-N/shard-S.parquet`. Two reads of the shard's units, a row group at a time."""
+    folder = Path(item["folder"])
+    seen: BloomFilter | ExactSet = (
+        BloomFilter(item["expected"], item["rate"]) if item["filter"] == "bloom" else ExactSet()
+    )
+    repeated, found = ExactSet(), 0
+    for part in _shard_groups(folder, item):
+        flags = seen_before(part["hash"].to_numpy(), paragraph_keys(part), seen)
+        found += int(flags.sum())
+        repeated.add(part["hash"].to_numpy()[flags])
+    with PartWriters() as writers:
+        for file in item["files"]:
+            for part in _shard_groups(folder, item, [file]):
+                hashes = part["hash"].to_numpy()
+                mine = repeated.contains(hashes)
+                if mine.any():
+                    ids = np.searchsorted(repeated.values, hashes[mine]).astype(np.int64)
+                    rows = pa.table([part["order"].filter(mine), part["para"].filter(mine), ids], schema=REPEATS_SCHEMA)
+                    writers.write(repeats_folder(folder, file) / f"shard-{item['shard']}.parquet", rows)
+    return {
+        "seen": found,
+        "repeated": len(repeated.values),
+        "bytes": seen.bytes + repeated.bytes,
+        "estimated_false_positive_rate": seen.estimated_false_positive_rate(),
+        "probes": getattr(seen, "probes", None),
+    }
+
+
+def _shard_groups(folder: Path, item: dict, files: list[int] | None = None):
+    """The row groups of one shard's units (whole paragraphs each), file after file."""
+    for file in item["files"] if files is None else files:
+        path = folder / "units" / f"shard-{item['shard']}" / part_name(file)
+        if path.exists():
+            units_file = pq.ParquetFile(path)
+            for group in range(units_file.num_row_groups):
+                yield units_file.read_row_group(group)
+
+
+def paragraph_keys(part: pa.Table) -> np.ndarray:
+    """A number per unit, the same for the units of one paragraph, rising with the paragraph (units in key order)."""
+    order, para = part["order"].to_numpy(), part["para"].to_numpy()
+    starts = np.ones(len(order), bool)
+    starts[1:] = (order[1:] != order[:-1]) | (para[1:] != para[:-1])
+    return np.cumsum(starts)
+
+
+def repeats_folder(folder: Path, file: int) -> Path:
+    return folder / "repeats" / part_name(file).removesuffix(".parquet")
+
+
+def judge_paragraphs(item: dict) -> dict:
+    """Step 3 (one task, BFF's single filter): every file's paragraphs with units in the order of documents,
+    each judged on its repeated units against those inserted so far (one byte per repeated unit of the
+    corpus); the paragraphs that go, and with `document_rule` (old-both) the documents more than `threshold`
+    of whose units were found, written per file to `removed/file-N.parquet` (para WHOLE_DOCUMENT for a
+    document). Memory: the inserted flags and one file's paragraphs with units and their repeated units."""
+    folder = Path(item["folder"])
+    inserted = np.zeros(item["ids"][-1], np.uint8)
+    removed_paragraphs, removed_documents = 0, 0
+    with PartWriters() as writers:
+        for file in item["files"]:
+            path = folder / "lines" / part_name(file)
+            if not path.exists():
+                continue
+            lines = pq.read_table(path, schema=LINES_SCHEMA)
+            if not lines.num_rows:
+                continue
+            bounds, ids = repeated_units_by_line(folder, file, lines, item["ids"])
+            units_left = lines["units"].to_numpy()
+            removed, contained = resolve(units_left, bounds, ids, inserted, item["threshold"])
+            rows = verdict_rows(lines, removed, contained, item["threshold"], item["document_rule"])
+            removed_paragraphs += int(removed.sum())
+            removed_documents += int(pc.sum(pc.equal(rows["para"], WHOLE_DOCUMENT)).as_py() or 0)
+            if rows.num_rows:
+                writers.write(folder / "removed" / part_name(file), rows)
+    return {"repeated_units": item["ids"][-1], "judge_bytes": int(inserted.nbytes)} | {
+        "bff_paragraphs_removed": removed_paragraphs,
+        "bff_documents_removed": removed_documents,
+    }
+
+
+def repeated_units_by_line(
+    folder: Path, file: int, lines: pa.Table, offsets: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One file's repeated units grouped by paragraph (the rows of `lines`, in key order): (bounds, ids), the
+    ids of line i being ids[bounds[i]:bounds[i + 1]], in the order step 1 found them."""
+    parts = []
+    for path in sorted(repeats_folder(folder, file).glob("shard-*.parquet")):
+        shard = int(path.stem.removeprefix("shard-"))
+        part = pq.read_table(path, schema=REPEATS_SCHEMA)
+        parts.append(part.set_column(2, "id", pc.add(part["id"], offsets[shard])))
+    line_order, line_para = lines["order"].to_numpy(), lines["para"].to_numpy()
+    if not parts:
+        return np.zeros(len(line_order) + 1, np.int64), np.zeros(0, np.int64)
+    found = pa.concat_tables(parts)
+    distinct = np.unique(line_order)  # a dense rank of the documents: (rank, para) fits one int64 key
+
+    def key(order: np.ndarray, para: np.ndarray) -> np.ndarray:
+        return np.searchsorted(distinct, order).astype(np.int64) << 32 | (para.astype(np.int64) + 1)
+
+    line_of = np.searchsorted(key(line_order, line_para), key(found["order"].to_numpy(), found["para"].to_numpy()))
+    by_line = np.argsort(line_of, kind="stable")
+    bounds = np.searchsorted(line_of[by_line], np.arange(len(line_order) + 1))
+    return bounds, found["id"].to_numpy()[by_line]
+
+
+def verdict_rows(
+    lines: pa.Table, removed: np.ndarray, contained: np.ndarray, threshold: float, document_rule: bool
+) -> pa.Table:
+    """The paragraphs that go, with their share of units found, and (old-both) the documents whose units found
+    over all their units exceed `threshold` (para WHOLE_DOCUMENT), sorted by (order, para)."""
+    order, para, units_of = lines["order"].to_numpy(), lines["para"].to_numpy(), lines["units"].to_numpy()
+    share = contained / units_of
+    rows = {"order": order[removed], "para": para[removed], "share": share[removed]}
+    if document_rule:
+        starts = np.flatnonzero(np.r_[True, order[1:] != order[:-1]])
+        found, total = np.add.reduceat(contained, starts), np.add.reduceat(units_of.astype(np.int64), starts)
+        whole = found / total > threshold
+        rows = {
+            "order": np.concatenate([rows["order"], order[starts][whole]]),
+            "para": np.concatenate([rows["para"], np.full(int(whole.sum()), WHOLE_DOCUMENT, np.int32)]),
+            "share": np.concatenate([rows["share"], (found / total)[whole]]),
+        }
+    table = pa.table([rows["order"], rows["para"], rows["share"]], schema=REMOVED_SCHEMA)
+    return table.sort_by([("order", "ascending"), ("para", "ascending")])
+
+
 def _seen_in(part: pa.Table, seen: BloomFilter | ExactSet) -> pa.Table:
     """The units of `part` (whole paragraphs, in key order) seen before, counted per paragraph; they join `seen`."""
     order, para = part["order"].to_numpy(), part["para"].to_numpy()
@@ -230,30 +393,31 @@ def seen_folder(folder: Path, file: int) -> Path:
 
 
 def removed_paragraphs(
-    folder: Path, file: int, ngram: int | None, threshold: float, orders: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
+    folder: Path, file: int, ngram: int | None, orders: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For finalize: the paragraphs of one input file's documents with an order in [first, last] (`orders`)
-    that go, as (order, para) arrays sorted by both. Reads only the row groups that hold those orders."""
+    that go, as (order, para, share of units found) arrays sorted by order and para (WHOLE_DOCUMENT first: a
+    document that goes whole). Reads only the row groups that hold those orders."""
+    within = [("order", ">=", orders[0]), ("order", "<=", orders[1])]
+    if ngram:  # step 3's verdicts
+        path = folder / "removed" / part_name(file)
+        if not path.exists():
+            return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0)
+        gone = pq.read_table(path, filters=within, schema=REMOVED_SCHEMA)
+        return gone["order"].to_numpy(), gone["para"].to_numpy(), gone["share"].to_numpy()
     parts = sorted(seen_folder(folder, file).glob("shard-*.parquet"))
     if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    within = [("order", ">=", orders[0]), ("order", "<=", orders[1])]
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0)
     seen = pa.concat_tables([pq.read_table(p, filters=within, schema=SEEN_SCHEMA) for p in parts])
-    if ngram:  # a paragraph's n-grams fall in several shards: summed, then over the paragraph's units
-        seen = seen.group_by(["order", "para"], use_threads=False).aggregate([("seen", "sum")])
-        lines = pq.read_table(folder / "lines" / part_name(file), filters=within, schema=LINES_SCHEMA)
-        joined = seen.join(lines, ["order", "para"])
-        share = pc.divide(joined["seen_sum"].cast(pa.float64()), joined["units"].cast(pa.float64()))
-        seen = joined.filter(pc.greater_equal(share, threshold))
     seen = seen.select(["order", "para"]).sort_by([("order", "ascending"), ("para", "ascending")])
-    return seen["order"].to_numpy(), seen["para"].to_numpy().astype(np.int32)
+    return seen["order"].to_numpy(), seen["para"].to_numpy().astype(np.int32), np.ones(seen.num_rows)
 
 
 def edit(rows: pa.Table, file: int, settings: dict) -> tuple[pa.Table, dict]:
     """Step 3, in finalize, for the rows of one input file after the dedup verdicts: the kept documents'
     paragraphs that go leave their text (the lines around them stay), the share of characters removed goes in
-    `paragraph_removed`, and a document left under `min_words` words, or with none at all, is rejected (its
-    text in rejects/ as it was). Returns the rows and what was removed (counts, the paragraphs removed most
+    `paragraph_removed`, and a document left under `min_words` words, or with none at all, is rejected
+    `too_short` (its text in rejects/ as it was); one BFF's document rule removes, `duplicate`. Returns the rows and what was removed (counts, the paragraphs removed most
     often, the documents most changed).
 
     Memory: a document's lines are arrays (a few bytes a line), never a Python object each, and the
@@ -263,23 +427,30 @@ def edit(rows: pa.Table, file: int, settings: dict) -> tuple[pa.Table, dict]:
     shares: list[float | None] = [None] * rows.num_rows
     counts = RemovedCounts()
     stats = {"documents": 0, "documents_changed": 0, "paragraphs_removed": 0, "chars": 0, "chars_removed": 0}
+    stats["documents_removed"] = 0  # whole, by BFF's document rule
     samples: list[dict] = []
     all_orders = rows["order"].to_numpy()
     ends = {start: end for start, end in batches(rows["text"])}
     for i, (order, doc_id) in enumerate(zip(all_orders.tolist(), rows["id"].to_pylist())):
         if i in ends:  # the paragraphs that go, read for a batch of documents at a time
             span = (order, int(all_orders[ends[i] - 1]))
-            orders, paras = removed_paragraphs(
-                Path(settings["folder"]), file, settings["ngram"], settings["threshold"], span
-            )
+            orders, paras, found = removed_paragraphs(Path(settings["folder"]), file, settings["ngram"], span)
         text = columns["text"][i]
         if columns["stage"][i] is not None:
             continue
         shares[i] = 0.0
         stats["documents"] += 1
         stats["chars"] += len(text)
-        mine = paras[np.searchsorted(orders, order, "left") : np.searchsorted(orders, order, "right")]
+        first, last = np.searchsorted(orders, order, "left"), np.searchsorted(orders, order, "right")
+        mine = paras[first:last]
         if not len(mine):
+            continue
+        if mine[0] == WHOLE_DOCUMENT:  # BFF's document rule: the whole text, as it was, to rejects/
+            columns["stage"][i], columns["reason"][i] = "paragraph_dedup", "duplicate"
+            columns["detail"][i] = f"{found[first]:.1%} of its {settings['ngram']}-grams seen before"
+            shares[i] = None
+            stats["documents_removed"] += 1
+            stats["chars_removed"] += len(text)
             continue
         kept, removed_lines = without_lines(text, mine)
         share = 1 - len(kept) / len(text)

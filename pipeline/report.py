@@ -368,6 +368,7 @@ def _paragraph_dedup(section: dict | None) -> str:
     facts = [
         ["documents changed", f"{section['documents_changed']:,} of {section['documents']:,}"],
         ["paragraphs removed", f"{section['paragraphs_removed']:,}"],
+        ["documents removed whole (BFF's document rule)", f"{section.get('documents_removed', 0):,}"],
         [
             "characters removed",
             f"{section['chars_removed']:,} of {section['chars']:,} ({section['share_of_chars_removed']:.2%})",

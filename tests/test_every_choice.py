@@ -33,6 +33,10 @@ RUNS = {
         "packing.remainder=drop",
         "packing.shuffle=true",
         "rejects.text=snippet",
+        "dedup.paragraphs.enabled=true",  # DCLM's BFF as DCLM runs it: paragraphs and its document rule
+        "dedup.paragraphs.ngram=13",
+        "dedup.paragraphs.remove_type=old-both",
+        "dedup.paragraphs.filter=exact",
     ],
     "resiliparse": [
         "extract.method=resiliparse",
@@ -52,6 +56,10 @@ RUNS = {
         "packing.shuffle=false",
         "packing.formats=[parquet, megatron]",
         "rejects.text=full",
+        "dedup.paragraphs.enabled=true",
+        "dedup.paragraphs.ngram=8",
+        "dedup.paragraphs.min_ngram=3",
+        "dedup.paragraphs.remove_type=document",
     ],
     "resiliparse-clean": [
         "extract.method=resiliparse-clean",
@@ -69,6 +77,9 @@ RUNS = {
     ],
     "resiliparse-blocks": [
         "extract.method=resiliparse-blocks",
+        "dedup.paragraphs.enabled=true",  # exact paragraphs (ngram null), a Bloom filter
+        "dedup.paragraphs.filter=bloom",
+        "dedup.paragraphs.remove_type=paragraph",
     ],
     "trafilatura+resiliparse": [
         "extract.method=trafilatura+resiliparse",
@@ -158,6 +169,9 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
         assert chosen[key] == yaml.safe_load(value), (key, chosen[key])
     assert manifest["invariants"] and all(manifest["invariants"].values()), manifest["invariants"]
     assert manifest["counts"]["kept"] > 0 and manifest["tokens"]["sequences"] > 0
+    if chosen["dedup.paragraphs.enabled"]:
+        section = manifest["paragraph_dedup"]
+        assert section["units"] > 0 and ("repeated_units" in section) == bool(chosen["dedup.paragraphs.ngram"])
     docs = [pq.read_table(tmp_path / "out" / path) for path in manifest["outputs"]["docs"]]
     assert all(table.schema.names == doc_columns(config) for table in docs)
     assert ("pii_replacements" in doc_columns(config)) == (name == "trafilatura+resiliparse")

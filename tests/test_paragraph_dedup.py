@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, ROOT, assert_complete, assert_same_output, spark_missing
-from stages.paragraphs import BloomFilter, ExactSet, seen_before, units
+from pipeline.filtering import part_name
+from stages.paragraphs import WHOLE_DOCUMENT, BloomFilter, ExactSet, bff_units, seen_before, units
 
 BANNER = "We use cookies to improve your experience. By using this site you accept our cookie policy."
 FOOTER = "Copyright 2026 Example Media Group. All rights reserved. Terms of use apply."
@@ -184,6 +185,23 @@ def test_a_bloom_filter_spark_on_one_worker_gives_the_bytes_of_the_exact_set_on_
 
 
 @pytest.mark.slow
+def test_bff_on_spark_with_a_bloom_filter_gives_the_bytes_of_ray_with_an_exact_set(cleaned, tmp_path, run_here):
+    if reason := spark_missing():
+        pytest.skip(reason)
+    folder, _, inputs, _ = cleaned
+    bff = {"ngram": 5, "remove_type": "old-both"}
+    ray = run_here(config(tmp_path, inputs, "ray", filter="exact", **bff), tmp_path / "ray")
+    spark_settings = ["engine=spark", "spark.master=local[1]"]
+    run_here(
+        config(tmp_path, inputs, "spark", filter="bloom", false_positive_rate=0.3, **bff),
+        tmp_path / "spark",
+        spark_settings,
+    )
+    assert_same_output(tmp_path / "ray", tmp_path / "spark")  # a Bloom filter of 30% false positives: same verdicts
+    assert ray["paragraph_dedup"]["bff_paragraphs_removed"] > 0
+
+
+@pytest.mark.slow
 def test_a_run_killed_in_paragraph_dedup_reruns_to_the_same_bytes(cleaned, tmp_path):
     from test_user_stages import run_killed
 
@@ -221,8 +239,32 @@ def test_units_split_lines_as_python_does_and_ignore_spacing():
     lines, found = units(texts)
     assert lines["doc"].tolist() == [0, 0, 0, 2, 2] and lines["para"].tolist() == [0, 2, 3, 0, 1]
     assert found["hash"][0] == found["hash"][1]  # "a  b" and " a b ": one paragraph
-    lines, found = units(pa.array(["one two three four five six", "one two"]), ngram=3)
-    assert lines["units"].tolist() == [4, 1]  # 6 - 3 + 1 n-grams; a paragraph under 3 words is one unit
+
+
+def test_bff_units_are_word_bound_tokens_and_a_paragraph_under_min_ngram_has_none():
+    texts = pa.array(["one, two three four\n\nfive six", "Home | About us\r\nx", "\u00a0\n  \n"])
+    lines, found = bff_units(texts, ngram=3, min_ngram=2)
+    # "one" "," "two" "three" "four": 3 trigrams; "five six": one unit of both; "|" is a token, "\r" is none
+    assert lines["doc"].tolist() == [0, 0, 1] and lines["para"].tolist() == [0, 2, 0]
+    assert lines["units"].tolist() == [3, 1, 2]  # "x" (1 token) under min_ngram: no unit, never removed
+    lines, _ = bff_units(texts, ngram=3, min_ngram=2, whole_document=True)
+    assert lines["para"].tolist() == [WHOLE_DOCUMENT] * 2 and lines["units"].tolist() == [5, 3]  # across lines
+
+
+def test_bff_keeps_short_paragraphs_one_at_the_threshold_and_never_inserts_a_removed_one(tmp_path):
+    rng = random.Random(11)
+    first = words(rng, 17)  # 5 13-grams
+    edited = first.rsplit(" ", 1)[0] + " changed"  # 4 of its 5 13-grams seen: 0.8, not over 0.8
+    menu = "Home | About us | Contact"  # 6 tokens: under min_ngram (13), never removed
+    longer = first + " more"  # 5 of 6 seen: removed, so its last 13-gram is never inserted
+    tail = " ".join(longer.split()[-13:])  # that 13-gram alone: not seen
+    texts = [f"{first}\n{menu}", f"{edited}\n{menu}", longer, f"{tail}\n{menu}", f"{edited}\n{first}"]
+    bff = {"ngram": 13, "min_ngram": 13, "threshold": 0.8, "remove_type": "paragraph"}
+    rows, stats = steps(tmp_path, texts, bff=bff, min_words=0)
+    assert rows["text"].to_pylist()[:2] == texts[:2] and rows["text"][3].as_py() == texts[3]
+    assert rows["reason"][2].as_py() == "too_short"  # its one paragraph removed: no words left
+    assert rows["reason"][4].as_py() == "too_short"  # both seen before (the edited one was kept, so inserted)
+    assert stats["paragraphs_removed"] == 3
 
 
 def test_a_bloom_filter_finds_every_unit_seen_and_about_its_rate_of_others():
@@ -246,7 +288,10 @@ def test_a_bloom_filter_finds_every_unit_seen_and_about_its_rate_of_others():
     [
         ("dedup.paragraphs.filter=fast", "dedup.paragraphs.filter: expected one of bloom, exact"),
         ("dedup.paragraphs.false_positive_rate=0", "dedup.paragraphs.false_positive_rate: expected a number in (0, 1)"),
-        ("dedup.paragraphs.threshold=1.5", "dedup.paragraphs.threshold: expected a number in (0, 1]"),
+        ("dedup.paragraphs.threshold=1", "dedup.paragraphs.threshold: expected a number in [0, 1)"),
+        ("dedup.paragraphs.remove_type=both", "dedup.paragraphs.remove_type: expected one of paragraph, old-both"),
+        ("dedup.paragraphs.min_ngram=5", "dedup.paragraphs.min_ngram: BFF's setting, set only with"),
+        ("dedup.paragraphs.remove_type=document", "dedup.paragraphs.remove_type: BFF's setting, set only with"),
         ("dedup.paragraphs.ngram=0", "dedup.paragraphs.ngram: expected"),
         ("dedup.paragraphs.min_words=-1", "dedup.paragraphs.min_words: expected"),
     ],
@@ -265,8 +310,11 @@ def test_a_paragraph_setting_out_of_range_is_one_line_naming_it(setting, message
 SETTINGS = {"ngram": None, "threshold": 0.8, "min_words": MIN_WORDS}
 
 
-def steps(folder: Path, texts: list[str], shards: int = 2, **settings) -> tuple[pa.Table, dict]:
-    """Steps 1 and 2 and finalize's edit over one input file of `texts` (every document kept by the stages)."""
+def steps(
+    folder: Path, texts: list[str], shards: int = 2, bff: dict | None = None, **settings
+) -> tuple[pa.Table, dict]:
+    """Steps 1 to 3 and finalize's edit over one input file of `texts` (every document kept by the stages);
+    `bff`: {ngram, min_ngram, threshold, remove_type} for BFF's mode, else exact paragraphs."""
     from pipeline import paragraphs
 
     n = len(texts)
@@ -285,11 +333,19 @@ def steps(folder: Path, texts: list[str], shards: int = 2, **settings) -> tuple[
     work = folder / "paragraphs"
     work.mkdir(exist_ok=True)
     item = {"filtered": str(folder / "filtered" / "file-00000.parquet"), "folder": str(work), "file": 0}
-    counted = paragraphs.hash_file(item | {"dropped": [], "ngram": 0, "shards": shards})
+    bff = bff or {"ngram": 0, "min_ngram": 0, "remove_type": "paragraph", "threshold": 0.8}
+    step1 = {"dropped": [], "shards": shards, "whole_document": bff["remove_type"] == "document"}
+    counted = paragraphs.hash_file(item | step1 | {"ngram": bff["ngram"], "min_ngram": bff["min_ngram"]})
+    found, kind = [], settings.pop("filter", "exact")
     for s in range(shards):
-        step = {"folder": str(work), "shard": s, "files": [0], "filter": "exact", "rate": 0.001}
-        paragraphs.find_seen(step | {"expected": max(counted["units"][s], 1)})
-    return paragraphs.edit(rows, 0, {"folder": str(work)} | SETTINGS | settings)
+        step = {"folder": str(work), "shard": s, "files": [0], "filter": kind, "rate": 0.001}
+        find = paragraphs.find_repeats if bff["ngram"] else paragraphs.find_seen
+        found.append(find(step | {"expected": max(counted["units"][s], 1)}))
+    if bff["ngram"]:
+        ids = np.cumsum([0] + [r["repeated"] for r in found]).tolist()
+        judge = {"folder": str(work), "files": [0], "ids": ids, "threshold": bff["threshold"]}
+        paragraphs.judge_paragraphs(judge | {"document_rule": bff["remove_type"] == "old-both"})
+    return paragraphs.edit(rows, 0, {"folder": str(work)} | SETTINGS | {"ngram": bff["ngram"]} | settings)
 
 
 def test_a_document_with_no_words_left_is_rejected_whatever_min_words(tmp_path):
@@ -396,3 +452,63 @@ def test_validate_refuses_paragraph_dedup_with_a_curated_source_in_one_line(tmp_
         load_config(str(tmp_path / "c.yaml"), output=str(tmp_path / "o"))
     message = str(error.value)
     assert message.startswith("dedup.paragraphs.enabled: sources[1] ('earlier') is curated") and "\n" not in message
+
+
+# DCLM's BFF (`ngram`), checked against a line-by-line port of its process_line (tests/bff_port.py) on real pages
+GROUND_TRUTH = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
+
+
+def real_texts(datasets: tuple[str, ...] | None = None) -> list[str]:
+    """The real pages' main texts (../shared/realhtml), of `datasets` or all, in file order: the order both
+    see them in."""
+    if not GROUND_TRUTH.exists():
+        pytest.skip(f"../shared/realhtml not found ({GROUND_TRUTH}): skipped")
+    rows = (json.loads(line) for line in GROUND_TRUTH.read_text().split("\n") if line)
+    return [r["main_text"] for r in rows if r.get("main_text") and (not datasets or r["dataset"] in datasets)]
+
+
+def port_verdicts(texts: list[str], bff: dict) -> tuple[dict[int, set[int]], set[int]]:
+    """The port's paragraphs removed per document (str.split("\\n") numbers) and documents removed whole."""
+    import bff_port
+
+    results = bff_port.run_bff(texts, bff["remove_type"], bff["min_ngram"], bff["ngram"], bff["threshold"])
+    if bff["remove_type"] == "document":
+        return {}, {i for i, r in enumerate(results) if r["windows"]}
+    paragraphs = {i: bff_port.removed_paragraphs(t, r) for i, (t, r) in enumerate(zip(texts, results))}
+    return {i: p for i, p in paragraphs.items() if p}, {i for i, r in enumerate(results) if r.get("document_removed")}
+
+
+def crawlbelt_verdicts(folder: Path, texts: list[str], bff: dict) -> tuple[dict[int, set[int]], set[int]]:
+    """crawlbelt's steps, called directly on the same texts in the same order (exact set, 3 shards)."""
+    rows, _ = steps(folder, texts, shards=3, bff=bff, min_words=0)
+    gone = pq.read_table(folder / "paragraphs" / "removed" / part_name(0)).to_pylist()
+    paragraphs: dict[int, set[int]] = {}
+    for row in gone:
+        if row["para"] >= 0:
+            paragraphs.setdefault(row["order"], set()).add(row["para"])
+    whole = {i for i, reason in enumerate(rows["reason"].to_pylist()) if reason == "duplicate"}
+    assert whole == {row["order"] for row in gone if row["para"] < 0}
+    return paragraphs, whole
+
+
+def assert_same_verdicts(folder: Path, texts: list[str], remove_type: str) -> tuple[int, int]:
+    bff = {"ngram": 13, "min_ngram": 13, "threshold": 0.8, "remove_type": remove_type}  # DCLM's README run
+    want_paragraphs, want_documents = port_verdicts(texts, bff)
+    got_paragraphs, got_documents = crawlbelt_verdicts(folder, texts, bff)
+    assert got_documents == want_documents
+    assert got_paragraphs == want_paragraphs
+    return sum(map(len, want_paragraphs.values())), len(want_documents)
+
+
+def test_bff_mode_removes_what_dclms_bff_removes_on_real_greek_polish_russian_chinese_and_english_pages(tmp_path):
+    # DAniEL's news in five scripts and Mozilla Readability's pages: 197 paragraphs and 5 documents removed
+    paragraphs, documents = assert_same_verdicts(tmp_path, real_texts(("daniel", "mozilla_readability")), "old-both")
+    assert paragraphs > 100 and documents > 0  # a comparison that could fail
+
+
+@pytest.mark.slow
+def test_bff_mode_removes_what_dclms_bff_removes_on_all_the_real_pages(tmp_path):
+    texts = real_texts()
+    for remove_type in ("paragraph", "old-both", "document"):
+        paragraphs, documents = assert_same_verdicts(tmp_path / remove_type, texts, remove_type)
+        assert paragraphs > 500 if remove_type != "document" else documents > 0
