@@ -279,9 +279,9 @@ DEDUP_STAGES = [
         needs=("text",),
         adds={"paragraph_removed": pa.float64()},
         summary="off unless `dedup.paragraphs.enabled`: a paragraph (line) seen before, in the order of "
-        "documents, leaves every later document (or most of whose word n-grams were: DCLM's BFF), by a Bloom "
-        "filter or an exact set per hash shard",
-        rejects="`too_short` (the share removed in `detail`)",
+        "documents, leaves every later document, by a Bloom filter or an exact set per hash shard; or, with "
+        "`ngram`, DCLM's BFF (Unicode word-bound n-grams, its document rule as an option)",
+        rejects="`too_short` (the share removed in `detail`), `duplicate` (BFF's document rule)",
     ),
 ]
 
