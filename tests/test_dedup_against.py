@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import cli
+from helpers import cli, needs_spark
 from pipeline import dedup, dedup_index
 from pipeline.config import ConfigError, DedupConfig
 from pipeline.config_load import load_config
@@ -174,3 +174,18 @@ def test_validate_refuses_in_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2, result.stderr
     line = f"dedup.against[0] {str(tmp_path / 'nowhere')!r}: no such folder"
     assert result.stderr.strip().splitlines() == [f"config error: {line}"]
+
+
+@needs_spark
+@pytest.mark.slow  # three belt runs, one on an embedded Spark
+def test_a_crawl_against_an_earlier_one_gives_the_same_bytes_on_ray_and_spark(tmp_path, run_here):
+    from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_same_output  # noqa: PLC0415
+
+    files = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
+    run_here(CONFIGS / "local.yaml", tmp_path / "a", SPARK_SETTINGS, inputs=files[:1])
+    against = [*SPARK_SETTINGS, f"dedup.against=[{tmp_path / 'a'}]"]
+    run_here(CONFIGS / "local.yaml", tmp_path / "ray", against, inputs=files[1:])
+    spark = [*against, "engine=spark", "spark.master=local[2]"]
+    run_here(CONFIGS / "local.yaml", tmp_path / "spark", spark, inputs=files[1:])
+    assert_same_output(tmp_path / "ray", tmp_path / "spark")  # docs/, rejects/, dedup_index/ and tokens/
+    assert (tmp_path / "spark" / dedup_index.INDEX / "header.json").is_file()
