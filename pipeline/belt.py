@@ -24,7 +24,19 @@ import time
 from pathlib import Path
 
 
-from pipeline import dedup, engine, export, filtering, finalize, paragraphs, report, scores, storage, tokens
+from pipeline import (
+    dedup,
+    dedup_index,
+    engine,
+    export,
+    filtering,
+    finalize,
+    paragraphs,
+    report,
+    scores,
+    storage,
+    tokens,
+)
 from pipeline.config import Config
 from pipeline.runlog import RUN_LOG, RunLog
 
@@ -136,7 +148,9 @@ def _belt(
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
         t = time.perf_counter()
-        verdicts, dedup_seconds = dedup.run(filtered, config.dedup, work)
+        # Earlier outputs (dedup.against) take part through their index; this output's is written into `build`.
+        deduped = dedup.run_pass(filtered, config.dedup, work, build / dedup_index.INDEX)
+        verdicts, dedup_seconds = deduped.verdicts, deduped.seconds
         timings["dedup_pass"] = time.perf_counter() - t
         watch.progress()
         log.info("dedup pass: %d duplicates, %.1f s", verdicts.num_rows, timings["dedup_pass"])
@@ -169,6 +183,7 @@ def _belt(
             reject_text=config.rejects.text,
             doc_columns=finalize.doc_columns(config),
             paragraph_dedup=paragraph_dedup,
+            dup_counts=deduped.dup_counts,
         )
         scorers = scores.summarize(filtered, config)  # what each scorer dropped, for the report
         timings["finalize"] = time.perf_counter() - t

@@ -317,6 +317,8 @@ class DedupConfig:
     shards: int = 8  # hash partitions of the dedup keys, band buckets and paragraph units
     seed: int = 1
     paragraphs: ParagraphDedupConfig = field(default_factory=ParagraphDedupConfig)
+    # earlier outputs (folders) whose documents this run's must not repeat (pipeline/dedup_index.py)
+    against: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -70,6 +70,8 @@ def load_config(
     else:
         for source in config.sources:
             source.input = [resolve_path(p, base) for p in source.input]
+    # earlier outputs, taken from the working directory as the output is
+    config.dedup.against = [p if "://" in p else os.path.abspath(p) for p in config.dedup.against]
     if output is not None:
         config.output = output
     if not config.output.strip():
@@ -118,4 +120,11 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
     for name in ("filter", "encode"):
         problems.check(check_resources, config, name)
     problems.check(check_output, config)
+    problems.check(_check_against, config)
     problems.check(check_tokens, config, base)
+
+
+def _check_against(config: Config) -> None:
+    from pipeline.dedup_index import check_against  # the dedup pieces (numba) only when a config names one
+
+    check_against(config)

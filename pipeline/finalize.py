@@ -34,6 +34,7 @@ DOC_COLUMNS = [
     "lang",
     "lang_score",
     "quality_score",
+    "dup_count",
 ]
 REJECT_COLUMNS = ["id", "url", "source", "file", "offset", "stage", "reason", "detail", "dup_of", "text"]
 SNIPPET_CHARS = 500  # rejects.text: snippet
@@ -59,12 +60,14 @@ def write_part(
     reject_text: str,
     doc_columns: list[str] = DOC_COLUMNS,
     paragraph_dedup: dict | None = None,
+    dup_counts: pa.Table | None = None,
 ) -> pa.Table:
     """Per group: all rows of one input file in, its docs and rejects parts written, its counts out.
-    `paragraph_dedup`: where paragraph dedup left its verdicts, and its settings (pipeline/paragraphs.py)."""
+    `paragraph_dedup`: where paragraph dedup left its verdicts, and its settings (pipeline/paragraphs.py).
+    `dup_counts`: (order, dup_count) of the dedup pass's survivors with copies; None: dedup was off."""
     rows = sort_rows(rows, "order")  # a file's texts may pass 2 GiB: no sort_by
     file_index = rows["order"][0].as_py() >> 40
-    rows = _with_optional_columns(_apply_verdicts(rows, verdicts))
+    rows = _with_dup_counts(_with_optional_columns(_apply_verdicts(rows, verdicts)), dup_counts)
     removed = None
     if paragraph_dedup is not None:
         rows, removed = paragraphs.edit(rows, file_index, paragraph_dedup)
@@ -96,6 +99,16 @@ def _with_optional_columns(rows: pa.Table) -> pa.Table:
         if column not in rows.column_names:
             rows = rows.append_column(column, pa.nulls(rows.num_rows, type_))
     return rows
+
+
+def _with_dup_counts(rows: pa.Table, dup_counts: pa.Table | None) -> pa.Table:
+    """docs/'s dup_count: how many copies of the document (itself included) the dedup pass saw, exact and
+    near, in this run and the earlier outputs of dedup.against; 1 for one it found none of; null with dedup off."""
+    if dup_counts is None:
+        return rows.append_column("dup_count", pa.nulls(rows.num_rows, pa.int64()))
+    found = pc.index_in(rows["order"], value_set=dup_counts["order"].combine_chunks())
+    counts = pc.fill_null(pc.take(dup_counts["dup_count"], found), 1)
+    return rows.append_column("dup_count", counts.cast(pa.int64()))
 
 
 def _with_reject_text(rejected: pa.Table, choice: str) -> pa.Table:
@@ -136,6 +149,7 @@ def write_parts(
     reject_text: str,
     doc_columns: list[str] = DOC_COLUMNS,
     paragraph_dedup: dict | None = None,
+    dup_counts: pa.Table | None = None,
 ) -> pa.Table:
     """Per input file of the filter pass's Parquet folder `filtered`: write its parts and return its counts
     (one row per file)."""
@@ -146,6 +160,7 @@ def write_parts(
         reject_text=reject_text,
         doc_columns=doc_columns,
         paragraph_dedup=paragraph_dedup,
+        dup_counts=dup_counts,
     )
     return engine.group_to_table(filtered, "file", partitions, write, COUNT_SCHEMA).sort_by("file_index")
 
@@ -236,6 +251,7 @@ def manifest(
         "outputs": {
             "docs": sorted(str(p.relative_to(out)) for p in (out / "docs").glob("*.parquet")),
             "rejects": sorted(str(p.relative_to(out)) for p in (out / "rejects").glob("*.parquet")),
+            "dedup_index": sorted(str(p.relative_to(out)) for p in (out / "dedup_index").glob("*")),
         },
         # per scorer: its scores per source, what it rejected per language and domain, the documents near
         # its threshold (pipeline/scores.py)

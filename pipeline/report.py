@@ -78,7 +78,7 @@ def write(out: Path, path: Path | None = None) -> Path:
     manifest = read_manifest(out)
     with _manifest_shape(out):
         contaminated = ["contamination_items"] if "contamination" in spec_stages(manifest) else []
-    docs = _read(out / "docs", ["lang", "quality_score", "url", *contaminated])
+    docs = _read(out / "docs", ["lang", "quality_score", "url", *contaminated, *_dup_count_column(out / "docs")])
     rejects = _read(out / "rejects", ["stage", "reason", "detail", "dup_of", "url"])
     samples = read_samples(out / "rejects")
     with _manifest_shape(out):
@@ -147,6 +147,7 @@ def render(manifest: dict, docs: pa.Table, rejects: pa.Table, samples: dict[str,
         _languages(docs, counts["rejected_by_reason"]),
         _quality(docs),
         _duplicates(rejects),
+        _dup_counts(docs),
         "</div>",
         "<h2>Rejects by reason</h2>",
         _samples(samples, counts["rejected_by_reason"]),
@@ -299,6 +300,38 @@ def _duplicates(rejects: pa.Table) -> str:
         {"exact": [sizes["exact_dedup"][s] for s in present], "near": [sizes["near_dedup"][s] for s in present]},
     )
     return svg.img(chart, "duplicate cluster sizes")
+
+
+DUP_COUNT_BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, None)]  # docs/'s dup_count, in the report
+
+
+def _dup_count_column(docs: Path) -> list[str]:
+    """["dup_count"] where docs/ has it (an output written before it was added has not)."""
+    parts = sorted(docs.glob("*.parquet"))
+    return ["dup_count"] if parts and "dup_count" in pq.read_schema(parts[0]).names else []
+
+
+def _dup_counts(docs: pa.Table) -> str:
+    """How many copies each kept document stands for (docs/'s dup_count, exact and near, earlier outputs of
+    dedup.against included): the weights a mixture may upsample by, as FineWeb-2 does."""
+    if "dup_count" not in docs.column_names:
+        return ""
+    counts = np.array([c for c in docs["dup_count"].to_pylist() if c is not None], np.int64)
+    if not len(counts):
+        return "<p>Copies per kept document (dup_count): none counted (dedup off, or no document kept).</p>"
+    rows = []
+    for low, high in DUP_COUNT_BINS:
+        n = int(np.sum((counts >= low) & (counts <= (high if high is not None else counts.max()))))
+        label = str(low) if low == high else (f"{low}-{high}" if high is not None else f"{low}+")
+        rows.append([label, n, f"{n / len(counts):.1%}"])
+    facts = f"mean {counts.mean():.2f}, largest {int(counts.max()):,}, copies in all {int(counts.sum()):,}"
+    return (
+        "<div><p>Copies per kept document (dup_count, itself included; "
+        + escape(facts)
+        + ")</p>"
+        + _table(["dup_count", "kept documents", "share"], rows, {1, 2})
+        + "</div>"
+    )
 
 
 def _samples(samples: dict[str, list[dict]], by_reason: dict[str, int]) -> str:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from stages.file_names import real_path
 
-OUTPUT_NAMES = ("docs", "rejects", "tokens", "report.html", "run.log", "README.md", "manifest.json")
+OUTPUT_NAMES = ("docs", "rejects", "dedup_index", "tokens", "report.html", "run.log", "README.md", "manifest.json")
 MARKER = ".crawlbelt"  # in every output crawlbelt writes: {"format": MARKER_FORMAT, "version": ..., "kind": ...}
 MARKER_FORMAT, MARKER_VERSION = "crawlbelt-output", 1
 

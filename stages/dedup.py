@@ -20,6 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+# Raised whenever `normalize` or the MinHash kernels change what they give a text: a dedup index
+# (pipeline/dedup_index.py) written under another version is refused, as its keys and signatures would not match.
+HASH_VERSION = 1
+
+
 def normalize(texts) -> pa.Array:
     """The text both dedup stages compare (pyarrow string array or list of str in): Unicode NFKC, case-folded,
     every Unicode White_Space character (line and paragraph separators, NEL, ideographic and other wide or
@@ -439,6 +444,11 @@ def _band_kernel(signatures, bands, rows, out):
 
 def exact_duplicates(shard: pa.Table) -> pa.Table:
     """For rows (order, id, key): every row whose key was seen earlier in `order` -> (order, dup_of id)."""
+    return exact_groups(shard).select(["order", "dup_of"])
+
+
+def exact_groups(shard: pa.Table) -> pa.Table:
+    """exact_duplicates, with each duplicate's group's first order (`first`): its cluster, for dup_count."""
     shard = shard.sort_by([("key", "ascending"), ("order", "ascending")])
     keys = shard["key"]
     same_as_previous = (
@@ -447,7 +457,14 @@ def exact_duplicates(shard: pa.Table) -> pa.Table:
     positions = np.arange(len(keys))
     group_first = np.maximum.accumulate(np.where(same_as_previous, 0, positions)) if len(keys) else positions
     duplicates = np.flatnonzero(same_as_previous)
-    return pa.table({"order": shard["order"].take(duplicates), "dup_of": shard["id"].take(group_first[duplicates])})
+    firsts = group_first[duplicates]
+    return pa.table(
+        {
+            "order": shard["order"].take(duplicates),
+            "dup_of": shard["id"].take(firsts),
+            "first": shard["order"].take(firsts),
+        }
+    )
 
 
 BUCKET_WINDOW = 8  # a bucket member is linked to at most this many members just before it

@@ -102,7 +102,7 @@ SPARK_SETTINGS = ["extract.timeout_s=120", "packing.seq_len=64"]
 
 
 # The output folders whose bytes do not depend on the engine, the machines, or a run interrupted and resumed.
-FINAL = ("docs", "rejects", "tokens")
+FINAL = ("docs", "rejects", "dedup_index", "tokens")
 
 
 def output_files(out: Path) -> dict[str, bytes]:

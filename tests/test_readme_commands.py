@@ -28,3 +28,37 @@ def test_the_readme_sample_command_runs_as_written():
     manifest = json.loads((ROOT / "out" / "local" / "manifest.json").read_text())
     assert manifest["complete"] and all(manifest["invariants"].values()) and manifest["counts"]["kept"] > 0
     assert "output: " in result.stdout and "report: " in result.stdout
+
+
+def readme_block(section: str) -> list[str]:
+    """The commands of the first bash block under a README heading."""
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"```bash\n(.*?)```", text[text.index(section) :], re.S)
+    assert match, f"README: no bash block under {section}"
+    return [line for line in match.group(1).splitlines() if line.strip()]
+
+
+@pytest.mark.slow  # three belt runs over the fixture crawl
+def test_a_crawl_against_an_earlier_one_runs_as_written_and_keeps_what_one_run_keeps(tmp_path, run_here):
+    """The README's `dedup.against` block, as written; the second crawl keeps exactly the documents of its
+    files that one run over all three files keeps (the first crawl's file sorts first: its documents come first)."""
+    for command in readme_block("### A new crawl against the corpus already kept"):
+        result = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from helpers import CONFIGS, FIXTURES, assert_complete  # noqa: PLC0415
+
+    together = tmp_path / "together"
+    run_here(CONFIGS / "local.yaml", together, inputs=sorted(str(p) for p in (FIXTURES / "warc").iterdir()))
+    later = ("crawl-00001", "crawl-00002")
+
+    def kept(out):
+        docs = pq.read_table(out / "docs", columns=["id", "file", "dup_count"]).to_pylist()
+        return sorted((d["id"], d["dup_count"]) for d in docs if d["file"].rsplit("/", 1)[-1].startswith(later))
+
+    crawl_b = ROOT / "out" / "crawl-b"
+    manifest = assert_complete(crawl_b)
+    assert kept(crawl_b) == kept(together) and manifest["counts"]["kept"] == len(kept(crawl_b))
+    rejects = pq.read_table(crawl_b / "rejects", columns=["dup_of"])["dup_of"].to_pylist()
+    assert any(d and d.startswith(str(ROOT / "out" / "crawl-a") + "#") for d in rejects)  # named with its output
