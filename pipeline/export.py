@@ -179,22 +179,13 @@ def described(out: Path, path: Path) -> dict:
 
 
 def card(out: Path, manifest: dict) -> list[dict]:
-    """OUT/README.md, a Hugging Face dataset card: its YAML header names the two configs (`docs`, the default, and
-    `tokens`) by their Parquet files; its text states the sources, the stages with what each rejected, the
-    counts, the tokenizer and the formats. Written from the manifest once the run is complete."""
+    """OUT/README.md, a Hugging Face dataset card: its YAML header names a config for each set of Parquet files
+    the output holds (card_configs), the first the default; its text states the sources, the stages with what
+    each rejected, the counts, the tokenizer and the formats. Written from the manifest once the run is complete."""
     counts, tokens, config = manifest["counts"], manifest["tokens"], manifest["config"]
-    lines = [
-        "---",
-        "configs:",
-        "- config_name: docs",
-        "  data_files: docs/*.parquet",
-        "  default: true",
-        "- config_name: tokens",
-        "  data_files: tokens/part-*.parquet",
-        "tags:",
-        "- crawlbelt",
-        "---",
-        "",
+    configs = card_configs(manifest)
+    lines = ["---", *card_header(configs), "tags:", "- crawlbelt", "---", ""]
+    lines += [
         f"# {_text(Path(config['output'].rstrip('/')).name)}",
         "",
         "Curated from web crawls by crawlbelt: every record read was kept or rejected with a reason "
@@ -218,21 +209,47 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "",
         "## Counts",
         "",
-        f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept in "
-        "`docs/` (config `docs`). Reject reasons, the most frequent first: "
+        f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept "
+        + ("in `docs/` (config `docs`)" if "docs" in configs else "(this output holds no `docs/`)")
+        + ". Reject reasons, the most frequent first: "
         + (", ".join(f"{_text(reason)} {n:,}" for reason, n in reasons[:20]) or "none")
         + ".",
         "",
         "## Tokens",
         "",
         f"`tokens/tokenizer.json` ({tokens['vocab_size']:,} ids, end token {tokens['eos_id']}); "
-        f"{tokens['sequences']:,} sequences of {tokens['seq_len'] + 1} {tokens['dtype']} ids in "
-        f"`tokens/part-*.parquet` (config `tokens`: `tokens`, `source`, `length`), "
-        f"{sum(tokens['tokens_per_source'].values()):,} real tokens. Formats: {', '.join(tokens['formats'])}.",
+        f"{tokens['sequences']:,} sequences of {tokens['seq_len'] + 1} {tokens['dtype']} ids"
+        + (
+            " in `tokens/part-*.parquet` (config `tokens`: `tokens`, `source`, `length`), "
+            if "tokens" in configs
+            else ", "
+        )
+        + f"{sum(tokens['tokens_per_source'].values()):,} real tokens. Formats: {', '.join(tokens['formats'])}.",
         "",
     ]
     write_atomic(out / "README.md", "\n".join(lines))
     return [described(out, out / "README.md")]
+
+
+def card_configs(manifest: dict) -> dict[str, str]:
+    """The card's configs, {name: its Parquet files}: only those the output holds, since `datasets` resolves
+    every config's files when it loads any one of them. A run of curated sources alone writes no docs/; a run
+    whose text is shorter than one sequence writes no token shard."""
+    configs = {}
+    if manifest["outputs"]["docs"]:
+        configs["docs"] = "docs/*.parquet"
+    if manifest["tokens"]["shards"]:
+        configs["tokens"] = "tokens/part-*.parquet"
+    return configs
+
+
+def card_header(configs: dict[str, str]) -> list[str]:
+    """The YAML `configs` of the card, the first one the default (what load_dataset(OUT) loads); none where the
+    output holds no Parquet files to load."""
+    lines = ["configs:"] if configs else []
+    for i, (name, files) in enumerate(configs.items()):
+        lines += [f"- config_name: {name}", f"  data_files: {files}"] + (["  default: true"] if i == 0 else [])
+    return lines
 
 
 def _text(name: str) -> str:
