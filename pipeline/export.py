@@ -9,7 +9,9 @@ they are complete, so that every format holds the same sequences in the same ord
                sample without its padding, as MDSWriter(columns={"tokens": "ndarray:uint16"}) writes them
 
     nanotron   tokens/nanotron/tokens.ds + .ds.index + .ds.metadata: datatrove's tokenized format, which
-               nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size)
+               nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size),
+               and tokens/nanotron/tokenizer/, the tokenizer as transformers' AutoTokenizer loads it, which
+               the metadata names as nanotron's NanosetDatasetsArgs reads it
     huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
                let datasets.load_dataset("OUT", "docs") and ("OUT", "tokens") read the Parquet files
 
@@ -40,18 +42,25 @@ FORMATS = ("parquet", "megatron", "mds", "nanotron", "huggingface")
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 MDS_SIZE_LIMIT = 1 << 26  # MDSWriter's default: a shard closes before it would pass 64 MiB
+# The tokenizer folder that .ds.metadata names, as a path from the output folder: nanotron passes the name to
+# AutoTokenizer.from_pretrained as it is (relative to its working directory), and an output is moved (built in
+# _work/, uploaded, copied to a cluster), so an absolute path would name a folder that is gone.
+NANOTRON_TOKENIZER = "tokens/nanotron/tokenizer"
 
 
-def write(out: Path, formats: list[str], shards: list[str], id_limit: int, eos_id: int) -> dict[str, list[dict]]:
+def write(
+    out: Path, formats: list[str], shards: list[str], id_limit: int, eos_id: int, special: dict[str, str]
+) -> dict[str, list[dict]]:
     """Every format besides parquet, from the shards (paths in `out`); returns, per format, the files written
-    with their size and SHA-256. `id_limit`: the tokenizer's largest id + 1, which the formats' id width holds."""
+    with their size and SHA-256. `id_limit`: the tokenizer's largest id + 1, which the formats' id width holds;
+    `special`: the tokenizer's special tokens as transformers names them (eos_token, and pad_token if it has one)."""
     written = {}
     if "megatron" in formats:
         written["megatron"] = megatron(out, shards, id_limit)
     if "mds" in formats:
         written["mds"] = mds(out, shards, id_limit)
     if "nanotron" in formats:
-        written["nanotron"] = nanotron(out, shards, id_limit, eos_id)
+        written["nanotron"] = nanotron(out, shards, id_limit, eos_id) + hf_tokenizer(out, NANOTRON_TOKENIZER, special)
     return written
 
 
@@ -146,7 +155,8 @@ def nanotron(out: Path, shards: list[str], id_limit: int, eos_id: int) -> list[d
     vocabulary fits, else uint32), whose reader cuts windows of seq_len + 1 ids: each window one of our
     sequences, so a padded sequence keeps its padding; `.index`, the end of each document (after its end
     token) as uint64 positions in the file, from which the reader numbers the positions within documents;
-    `.metadata`, "tokenizer|token size", then the token count."""
+    `.metadata`, "tokenizer|token size", then the token count: the tokenizer is the folder written beside it
+    (hf_tokenizer), which nanotron's NanosetDatasetsArgs loads with AutoTokenizer.from_pretrained(name)."""
     folder = out / "tokens" / "nanotron"
     folder.mkdir(parents=True, exist_ok=True)
     dtype = token_dtype(id_limit)  # datatrove's: uint16 where every id fits, else uint32
@@ -167,8 +177,26 @@ def nanotron(out: Path, shards: list[str], id_limit: int, eos_id: int) -> list[d
     if written and (not len(index) or index[-1] != written):  # the stream's last document ends with it
         index = np.append(index, written)
     write_atomic(folder / "tokens.ds.index", index.astype("<u8").tobytes())
-    write_atomic(folder / "tokens.ds.metadata", f"crawlbelt tokens/tokenizer.json|{dtype.itemsize}\n{written}\n")
+    write_atomic(folder / "tokens.ds.metadata", f"{NANOTRON_TOKENIZER}|{dtype.itemsize}\n{written}\n")
     return [described(out, folder / name) for name in ("tokens.ds", "tokens.ds.index", "tokens.ds.metadata")]
+
+
+def hf_tokenizer(out: Path, path: str, special: dict[str, str]) -> list[dict]:
+    """A folder (`path` in the output) that transformers' AutoTokenizer.from_pretrained loads as a
+    PreTrainedTokenizerFast (4.x and 5.x): the run's tokenizer.json as it is, and its special tokens, so that
+    eos_token_id is the run's end token. No decoding clean-up, which would change spaces before punctuation:
+    it decodes as tokenizer.json does."""
+    folder = out / path
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False} | special
+    files: dict[str, bytes | str] = {
+        "tokenizer.json": (out / "tokens" / "tokenizer.json").read_bytes(),
+        "tokenizer_config.json": json.dumps(config, indent=2, sort_keys=True) + "\n",
+        "special_tokens_map.json": json.dumps(special, indent=2, sort_keys=True) + "\n",
+    }
+    for name, data in files.items():
+        write_atomic(folder / name, data)
+    return [described(out, folder / name) for name in files]
 
 
 def described(out: Path, path: Path) -> dict:
@@ -179,22 +207,13 @@ def described(out: Path, path: Path) -> dict:
 
 
 def card(out: Path, manifest: dict) -> list[dict]:
-    """OUT/README.md, a Hugging Face dataset card: its YAML header names the two configs (`docs`, the default, and
-    `tokens`) by their Parquet files; its text states the sources, the stages with what each rejected, the
-    counts, the tokenizer and the formats. Written from the manifest once the run is complete."""
+    """OUT/README.md, a Hugging Face dataset card: its YAML header names a config for each set of Parquet files
+    the output holds (card_configs), the first the default; its text states the sources, the stages with what
+    each rejected, the counts, the tokenizer and the formats. Written from the manifest once the run is complete."""
     counts, tokens, config = manifest["counts"], manifest["tokens"], manifest["config"]
-    lines = [
-        "---",
-        "configs:",
-        "- config_name: docs",
-        "  data_files: docs/*.parquet",
-        "  default: true",
-        "- config_name: tokens",
-        "  data_files: tokens/part-*.parquet",
-        "tags:",
-        "- crawlbelt",
-        "---",
-        "",
+    configs = card_configs(manifest)
+    lines = ["---", *card_header(configs), "tags:", "- crawlbelt", "---", ""]
+    lines += [
         f"# {_text(Path(config['output'].rstrip('/')).name)}",
         "",
         "Curated from web crawls by crawlbelt: every record read was kept or rejected with a reason "
@@ -218,21 +237,47 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "",
         "## Counts",
         "",
-        f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept in "
-        "`docs/` (config `docs`). Reject reasons, the most frequent first: "
+        f"{counts['records_read']:,} records read, {counts['documents']:,} documents, {counts['kept']:,} kept "
+        + ("in `docs/` (config `docs`)" if "docs" in configs else "(this output holds no `docs/`)")
+        + ". Reject reasons, the most frequent first: "
         + (", ".join(f"{_text(reason)} {n:,}" for reason, n in reasons[:20]) or "none")
         + ".",
         "",
         "## Tokens",
         "",
         f"`tokens/tokenizer.json` ({tokens['vocab_size']:,} ids, end token {tokens['eos_id']}); "
-        f"{tokens['sequences']:,} sequences of {tokens['seq_len'] + 1} {tokens['dtype']} ids in "
-        f"`tokens/part-*.parquet` (config `tokens`: `tokens`, `source`, `length`), "
-        f"{sum(tokens['tokens_per_source'].values()):,} real tokens. Formats: {', '.join(tokens['formats'])}.",
+        f"{tokens['sequences']:,} sequences of {tokens['seq_len'] + 1} {tokens['dtype']} ids"
+        + (
+            " in `tokens/part-*.parquet` (config `tokens`: `tokens`, `source`, `length`), "
+            if "tokens" in configs
+            else ", "
+        )
+        + f"{sum(tokens['tokens_per_source'].values()):,} real tokens. Formats: {', '.join(tokens['formats'])}.",
         "",
     ]
     write_atomic(out / "README.md", "\n".join(lines))
     return [described(out, out / "README.md")]
+
+
+def card_configs(manifest: dict) -> dict[str, str]:
+    """The card's configs, {name: its Parquet files}: only those the output holds, since `datasets` resolves
+    every config's files when it loads any one of them. A run of curated sources alone writes no docs/; a run
+    whose text is shorter than one sequence writes no token shard."""
+    configs = {}
+    if manifest["outputs"]["docs"]:
+        configs["docs"] = "docs/*.parquet"
+    if manifest["tokens"]["shards"]:
+        configs["tokens"] = "tokens/part-*.parquet"
+    return configs
+
+
+def card_header(configs: dict[str, str]) -> list[str]:
+    """The YAML `configs` of the card, the first one the default (what load_dataset(OUT) loads); none where the
+    output holds no Parquet files to load."""
+    lines = ["configs:"] if configs else []
+    for i, (name, files) in enumerate(configs.items()):
+        lines += [f"- config_name: {name}", f"  data_files: {files}"] + (["  default: true"] if i == 0 else [])
+    return lines
 
 
 def _text(name: str) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import tokenizers
 
 from pipeline import engine, export
 from pipeline.config import Config, ConfigError
@@ -322,7 +323,8 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Exports: the same sequences in the formats other trainers read (packing.formats).
     with _timed(seconds, "export"):
         shards = [r["path"] for r in shard_rows]
-        exports = export.write(out, config.packing.formats, shards, tokenizer.id_limit, tokenizer.eos_id)
+        special = special_tokens(config, tokenizer)
+        exports = export.write(out, config.packing.formats, shards, tokenizer.id_limit, tokenizer.eos_id, special)
     for name, files in exports.items():
         log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
     held = sum(r["sequences"] for r in shard_rows)
@@ -399,6 +401,15 @@ def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad
     return Tokenizer(
         tokenizer_json, encoder.engine, encoder.cleared, vocab_size, limit, token_dtype(limit), eos_id, pad_id
     )
+
+
+def special_tokens(config: Config, tokenizer: Tokenizer) -> dict[str, str]:
+    """The tokenizer's special tokens as transformers names them, for the exports' tokenizer folders: the end
+    token, and the pad token where the tokenizer holds it (a given one may not: its users then pick one)."""
+    special = {"eos_token": config.tokenizer.eos_token}
+    if tokenizers.Tokenizer.from_str(tokenizer.json).token_to_id(config.tokenizer.pad_token) is not None:
+        special["pad_token"] = config.tokenizer.pad_token
+    return special
 
 
 @dataclass

@@ -5,8 +5,12 @@ and checksum; Spark on one worker writes the bytes of Ray on two."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -15,12 +19,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
+from tokenizers import Tokenizer
 
 from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_complete, assert_same_output, spark_missing
-from pipeline.config import ConfigError
+from pipeline.config import ConfigError, PackingConfig
 from pipeline.config_load import load_config
 
 MDS_READER = Path(sys.prefix) / "mds-reader"
+HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
 # Sequences shorter than the crawl, and a padded last one per source: lengths that differ.
 SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, mds, nanotron, huggingface]", "packing.remainder=pad"]
@@ -69,27 +76,79 @@ def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
     assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
 
 
-def test_mosaicml_streamings_reader_reads_the_parquet_shards_sequences(exported):
+@pytest.fixture(scope="module")
+def mds_samples(exported) -> list[list[int]]:
+    """The MDS export's samples as streaming.StreamingDataset reads them, in a process of its own
+    (tests/mds_reader.py)."""
     if not MDS_READER.exists():
         pytest.skip(f"no MosaicML Streaming in {MDS_READER} (scripts/setup.sh installs it)")
-    out, manifest = exported
-    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
-    read = subprocess.run(  # streaming.StreamingDataset, in a process of its own (tests/mds_reader.py)
+    out, _ = exported
+    read = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "mds_reader.py"), str(out / "tokens" / "mds")],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert read.returncode == 0, read.stderr[-3000:]
-    samples = [json.loads(line) for line in read.stdout.split("\n") if line]
-    assert len(samples) == len(rows) > 1
-    for sample, row in zip(samples, rows):
+    return [json.loads(line) for line in read.stdout.split("\n") if line]
+
+
+def test_mosaicml_streamings_reader_reads_the_parquet_shards_sequences(exported, mds_samples):
+    out, manifest = exported
+    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    assert len(mds_samples) == len(rows) > 1
+    for sample, row in zip(mds_samples, rows):
         assert sample == row["tokens"][: row["length"]]  # without its padding, end tokens included
     assert any(row["length"] < len(row["tokens"]) for row in rows)
     files = manifest["tokens"]["exports"]["mds"]
     assert [f["path"] for f in files] == ["tokens/mds/shard.00000.mds", "tokens/mds/index.json"]
     index = json.loads((out / "tokens" / "mds" / "index.json").read_text())
     assert index["shards"][0]["column_encodings"] == ["ndarray:uint16"]
+
+
+def llm_foundry_targets(samples: list[list[int]], max_seq_len: int, tokenizer) -> tuple:
+    """A batch of LLM Foundry's text dataloader over pre-tokenized samples and the targets its loss takes, as
+    llm-foundry 0.22.0 does it (it does not install here: it pins transformers 4 and mosaicml-streaming 0.12):
+    llmfoundry/data/text_data.py StreamingTextDataset._read_binary_tokenized_sample (the sample's first
+    max_seq_len ids, as int64); llmfoundry/data/utils.py get_text_collator, transformers'
+    DataCollatorForLanguageModeling(mlm=False), which is run here; llmfoundry/models/mpt/modeling_mpt.py
+    get_targets (labels rolled left one place, the last -100), which the Hugging Face models' own shift equals."""
+    import torch
+    from transformers import DataCollatorForLanguageModeling
+
+    examples = [torch.from_numpy(np.array(sample)[:max_seq_len].copy()).to(torch.int64) for sample in samples]
+    batch = DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=False, mlm_probability=0)(examples)
+    targets = torch.roll(batch["labels"], shifts=-1)
+    targets[:, -1] = -100
+    return batch["input_ids"], targets
+
+
+def trained_pairs(inputs, targets) -> list[list[tuple[int, int]]]:
+    """Per sample, each (input, next token) pair the loss trains on: the target is not the ignore index."""
+    return [[(int(i), int(t)) for i, t in zip(row_in, row_t) if t != -100] for row_in, row_t in zip(inputs, targets)]
+
+
+def test_llm_foundry_with_the_readmes_settings_trains_on_every_token_of_every_sample(exported, mds_samples):
+    transformers = pytest.importorskip("transformers", reason="the classify extra (transformers)")
+    out, manifest = exported
+    settings = readme_yaml("LLM Foundry's train config")
+    dataset = settings["train_loader"]["dataset"]
+    assert dataset["local"] == "OUT/tokens/mds" and "split" not in dataset  # index.json is in tokens/mds itself
+    seq_len = manifest["tokens"]["seq_len"]
+    # the README's settings are for the default packing.seq_len: max_seq_len is one more, the model's too
+    assert dataset["max_seq_len"] == settings["model"]["max_seq_len"] == PackingConfig.seq_len + 1
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out / settings["tokenizer"]["name"].removeprefix("OUT/"))
+    expected = [list(zip(sample[:-1], sample[1:])) for sample in mds_samples]  # every next token of each sample
+    assert any(len(sample) < seq_len + 1 for sample in mds_samples)  # a padded one too: the collator pads it
+    assert trained_pairs(*llm_foundry_targets(mds_samples, seq_len + 1, tokenizer)) == expected
+    # max_seq_len equal to packing.seq_len cuts each whole sample's last token: never a target
+    short = trained_pairs(*llm_foundry_targets(mds_samples, seq_len, tokenizer))
+    assert [len(e) - len(s) for e, s in zip(expected, short)] == [int(len(x) == seq_len + 1) for x in mds_samples]
+    # a tokenizer that pads with the end token (pad_token = eos_token, as for GPT-2) loses every end token's target
+    tokenizer.pad_token = tokenizer.eos_token
+    eos_pairs = sum(t == manifest["tokens"]["eos_id"] for pairs in expected for _, t in pairs)
+    masked = trained_pairs(*llm_foundry_targets(mds_samples, seq_len + 1, tokenizer))
+    assert sum(map(len, expected)) - sum(map(len, masked)) == eos_pairs > 0
 
 
 def test_datatroves_reader_as_nanotron_uses_it_reads_the_parquet_shards_sequences(exported):
@@ -108,6 +167,69 @@ def test_datatroves_reader_as_nanotron_uses_it_reads_the_parquet_shards_sequence
         assert all(int(window["positions"][p]) == 0 for p in ends), (i, ends)
     index = np.frombuffer((out / "tokens" / "nanotron" / "tokens.ds.index").read_bytes(), np.uint64)
     assert len(index) >= manifest["counts"]["kept"] and (np.diff(index.astype(np.int64)) > 0).all()
+
+
+def readme_yaml(heading: str) -> dict:
+    """The README's YAML block under `heading`: the settings it tells a trainer's users to write."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text[text.index(heading) :], re.S)
+    assert block, f"README: no yaml block after {heading!r}"
+    return yaml.safe_load(block.group(1))
+
+
+def nanoset_dataset_args(folder: str) -> dict:
+    """nanotron's NanosetDatasetsArgs.__post_init__ reading a dataset folder (src/nanotron/config/config.py at
+    huggingface/nanotron 2411b022a75f; nanotron's config module imports its CUDA kernels, flash-attn and triton,
+    so it cannot be imported here): the first *.metadata file's first line, "tokenizer|token size", and the
+    vocabulary size of AutoTokenizer.from_pretrained(tokenizer), which the model's vocab_size must equal."""
+    from transformers import AutoTokenizer
+
+    with open(glob.glob(os.path.join(folder, "*.metadata"))[0]) as f:
+        tokenizer_name, token_size_in_bytes = f.readline().strip().split("|")
+    vocab_size = len(AutoTokenizer.from_pretrained(tokenizer_name).get_vocab())
+    return {"tokenizer_name": tokenizer_name, "token_size_in_bytes": int(token_size_in_bytes), "vocab_size": vocab_size}
+
+
+def test_nanotron_loads_the_export_folder_and_its_tokenizer_as_they_are_after_a_move(exported, tmp_path, monkeypatch):
+    transformers = pytest.importorskip("transformers", reason="the classify extra (transformers)")
+    dataset_module = pytest.importorskip("datatrove.utils.dataset", reason="the export extra (datatrove)")
+    out, manifest = exported
+    moved = tmp_path / "moved"  # the output elsewhere: nanotron is run in it, as the README says
+    shutil.copytree(out / "tokens" / "nanotron", moved / "tokens" / "nanotron")
+    monkeypatch.chdir(moved)
+    settings = readme_yaml("nanotron's config")
+    folder = settings["data_stages"][0]["data"]["dataset"]["dataset_folder"]
+    assert settings["tokens"]["sequence_length"] == PackingConfig.seq_len  # its windows: seq_len + 1 ids
+    args = nanoset_dataset_args(folder)
+    # Config.__post_init__: the tokenizer given in the config must be the name the metadata holds
+    assert args["tokenizer_name"] == settings["tokenizer"]["tokenizer_name_or_path"] == "tokens/nanotron/tokenizer"
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args["tokenizer_name"])  # run_train.py, as nanotron
+    assert len(tokenizer) == args["vocab_size"] == manifest["tokens"]["vocab_size"]  # run_train.py's check
+    assert (
+        tokenizer.eos_token_id == manifest["tokens"]["eos_id"]
+        and tokenizer.pad_token_id == manifest["tokens"]["pad_id"]
+    )
+    plain, eos = Tokenizer.from_file(str(out / "tokens" / "tokenizer.json")), manifest["tokens"]["eos_id"]
+    for text in pq.read_table(out / "docs").column("text").to_pylist()[:30]:
+        ids = plain.encode(text).ids
+        assert tokenizer(text)["input_ids"] == ids
+        assert tokenizer.decode(ids + [eos]) == plain.decode(ids + [eos], skip_special_tokens=False)
+    # the windows nanotron's get_tb_datasets reads (tokenized_bytes.build_dataset): *.ds in the folder, not below
+    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    dataset = dataset_module.DatatroveFolderDataset(
+        folder,
+        manifest["tokens"]["seq_len"],
+        filename_pattern="*.ds",
+        recursive=False,
+        token_size=args["token_size_in_bytes"],
+        return_positions=True,
+    )
+    assert [dataset[i]["input_ids"].tolist() for i in range(len(dataset))] == [row["tokens"] for row in rows]
+    files = manifest["tokens"]["exports"]["nanotron"]
+    assert {f["path"] for f in files} >= {f"tokens/nanotron/tokenizer/{name}" for name in HF_TOKENIZER_FILES}
+    for f in files:
+        data = (out / f["path"]).read_bytes()
+        assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
 
 
 def test_hugging_face_datasets_loads_the_docs_and_tokens_by_the_card(exported, tmp_path, monkeypatch):
@@ -130,6 +252,79 @@ def test_hugging_face_datasets_loads_the_docs_and_tokens_by_the_card(exported, t
     assert f"{manifest['tokens']['vocab_size']:,} ids" in card  # the tokenizer
     (described,) = manifest["tokens"]["exports"]["huggingface"]
     assert described["sha256"] == hashlib.sha256((out / "README.md").read_bytes()).hexdigest()
+
+
+def card_configs(out: Path) -> list[tuple[str, str, bool]]:
+    """The configs the card in `out` names: (name, data_files, default)."""
+    card = (out / "README.md").read_text()
+    header = yaml.safe_load(card[4 : card.index("\n---\n", 4)])
+    return [(c["config_name"], c["data_files"], c.get("default", False)) for c in header.get("configs", [])]
+
+
+def load_each_config(out: Path, cache: Path) -> dict[str, list[dict]]:
+    """Each config the card names, and the default, loaded by datasets.load_dataset as a Hub user would."""
+    datasets = pytest.importorskip("datasets", reason="the export extra (datasets)")
+    loaded = {
+        name: datasets.load_dataset(str(out), name, split="train", cache_dir=str(cache)).to_list()
+        for name, _, _ in card_configs(out)
+    }
+    if loaded:
+        loaded[""] = datasets.load_dataset(str(out), split="train", cache_dir=str(cache)).to_list()
+    return loaded
+
+
+# What an output holds: a crawl run (docs/ and token shards), a run of curated sources alone (no docs/), a run
+# whose text is shorter than one sequence (no shard), and both at once.
+LAYOUTS = {"crawl": ("docs", "tokens"), "curated only": ("tokens",), "no sequence": ("docs",), "neither": ()}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_card_names_only_what_the_output_holds_and_load_dataset_loads_each(exported, tmp_path, layout, monkeypatch):
+    from pipeline import export
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    pytest.importorskip("datasets", reason="the export extra (datasets)")
+    out, full = exported
+    held = LAYOUTS[layout]
+    manifest = json.loads(json.dumps(full))
+    manifest["outputs"]["docs"] = full["outputs"]["docs"] if "docs" in held else []
+    manifest["tokens"]["shards"] = full["tokens"]["shards"] if "tokens" in held else []
+    copy = tmp_path / "out"
+    copy.mkdir()
+    for path in manifest["outputs"]["docs"] + [shard["path"] for shard in manifest["tokens"]["shards"]]:
+        (copy / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / path, copy / path)
+    export.card(copy, manifest)
+    files = {"docs": "docs/*.parquet", "tokens": "tokens/part-*.parquet"}
+    assert card_configs(copy) == [(name, files[name], i == 0) for i, name in enumerate(held)]
+    loaded = load_each_config(copy, tmp_path / "cache")
+    if "docs" in held:
+        assert sorted(row["text"] for row in loaded["docs"]) == sorted(pq.read_table(out / "docs")["text"].to_pylist())
+    if "tokens" in held:
+        rows = [r for shard in full["tokens"]["shards"] for r in pq.read_table(out / shard["path"]).to_pylist()]
+        assert loaded["tokens"] == rows
+    assert loaded.get("") == (loaded[held[0]] if held else None)  # the default: the first named
+
+
+def test_a_run_of_curated_sources_alone_writes_no_docs_and_its_card_loads(exported, tmp_path, run_here, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    pytest.importorskip("datasets", reason="the export extra (datasets)")
+    out, _ = exported
+    config = tmp_path / "curated.yaml"
+    config.write_text(
+        f"sources: [{{name: again, input: ['{out}/docs/*.parquet'], curated: true}}]\n"
+        f"classifier: {{kind: none}}\nray: {{num_cpus: 2}}\ntokenizer: {{path: '{out}/tokens/tokenizer.json'}}\n"
+        "packing: {seq_len: 64, formats: [parquet, huggingface]}\n"
+    )
+    curated = tmp_path / "curated"
+    manifest = run_here(config, curated)
+    assert not (curated / "docs").exists() and manifest["tokens"]["sequences"] > 1
+    assert card_configs(curated) == [("tokens", "tokens/part-*.parquet", True)]
+    loaded = load_each_config(curated, tmp_path / "cache")
+    assert len(loaded["tokens"]) == len(loaded[""]) == manifest["tokens"]["sequences"]
+    assert "(this output holds no `docs/`)" in (curated / "README.md").read_text()
 
 
 @pytest.mark.slow
@@ -180,6 +375,7 @@ HOSTILE_NAMES = ["web\n---\nconfigs: []", "---", "<script>alert(1)</script>", "a
 def card_manifest(names: list[str]) -> dict:
     """A complete run's manifest, by hand, whose source, stage, reason and output names are hostile."""
     return {
+        "outputs": {"docs": ["docs/part-00000.parquet"]},
         "config": {
             "output": "/tmp/out\n---\n<b>x</b>",
             "sources": [{"name": name, "weight": 1.0} for name in names],
@@ -200,6 +396,7 @@ def card_manifest(names: list[str]) -> dict:
             "dtype": "uint16",
             "tokens_per_source": {name: 4 for name in names},
             "formats": ["parquet", "huggingface"],
+            "shards": [{"path": "tokens/part-00000.parquet"}],
         },
     }
 
