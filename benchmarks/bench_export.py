@@ -1,13 +1,14 @@
 """The exports' speed (pipeline/export.py) against the consumers' own writers, on the same Parquet token shards,
-in one run; tokens per CPU-second; each pair of outputs checked byte for byte: Megatron's against megatron-core's
-IndexedDatasetBuilder, MDS against MosaicML Streaming's MDSWriter (from .venv/mds-reader, scripts/setup.sh);
+in one run; tokens per CPU-second; each pair of outputs checked byte for byte: Megatron's (from encode-step files
+of as many random documents as sequences, drawn 1.5 passes) against megatron-core's IndexedDatasetBuilder, MDS against MosaicML Streaming's MDSWriter (from .venv/mds-reader, scripts/setup.sh);
 nanotron's alone (datatrove writes its format only from its own tokenizer step).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_export.py [--sequences 100000] [--seq-len 1024]
 
 The shards: `--sequences` rows of seq_len + 1 random uint16 ids (the last of each shard padded, a shorter
-`length`), in shards of 8,192 rows as the tokens pass writes them. megatron-core: each sequence given to
-`add_item` (a torch tensor, as Megatron's preprocess_data.py does) then `end_document`, and `finalize`;
+`length`), in shards of 8,192 rows as the tokens pass writes them. megatron-core: each drawn document with its
+end token given to `add_item` (a torch tensor, as Megatron's preprocess_data.py does) then `end_document`, and
+`finalize`;
 MDSWriter: each sequence without its padding written as {"tokens": ids}, then `finish`. Both read the shards
 with the export's own reader (`export.sequences`). One process pinned to one core, time.process_time.
 """
@@ -53,16 +54,46 @@ def shards(folder: Path, sequences: int, width: int) -> list[str]:
     return paths
 
 
-def megatron_builder(folder: Path, paths: list[str], prefix: Path) -> None:
+def encoded(folder: Path, documents: int, mean_tokens: int) -> export.DrawnDocuments:
+    """`documents` random documents (random lengths around `mean_tokens`, ids below 50,000, no end token) in
+    encode-step files of 8,192 documents, drawn 1.5 passes (every document once, every other one twice) in a
+    seeded order: what the tokens pass hands the Megatron export."""
+    rng = np.random.default_rng(1)
+    n_tokens = rng.integers(1, 2 * mean_tokens, size=documents)
+    paths, file_of = [], np.repeat(np.arange(-(-documents // SHARD_ROWS)), SHARD_ROWS)[:documents]
+    (folder / "_work" / "encoded").mkdir(parents=True)
+    for i, first in enumerate(range(0, documents, SHARD_ROWS)):
+        counts = n_tokens[first : first + SHARD_ROWS]
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        values = rng.integers(1, 50_000, size=int(offsets[-1]), dtype=np.int64).astype(np.uint32)
+        table = pa.table(
+            {
+                "doc_index": pa.array(np.arange(first, first + len(counts))),
+                "n_tokens": pa.array(counts),
+                "tokens": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values)),
+            }
+        )
+        paths.append(str(folder / "_work" / "encoded" / f"part-{i:05d}.parquet"))
+        pq.write_table(table, paths[-1])
+    draws = np.concatenate([np.arange(documents), np.arange(0, documents, 2)])
+    return export.DrawnDocuments(rng.permutation(draws), n_tokens, file_of, paths)
+
+
+def megatron_builder(drawn: export.DrawnDocuments, prefix: Path) -> None:
+    """megatron-core's writer fed each drawn document with its end token, as preprocess_data.py (append_eod)."""
     import torch
     from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
 
     prefix.parent.mkdir(parents=True, exist_ok=True)
+    documents = {}
+    for path in drawn.encoded_files:
+        table = pq.read_table(path)
+        for doc, tokens in zip(table["doc_index"].to_pylist(), table["tokens"].to_numpy(zero_copy_only=False)):
+            documents[doc] = np.append(tokens.astype(np.int64), 0)
     builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
-    for tokens, lengths in export.sequences(folder, paths):
-        for row, length in zip(tokens, lengths):
-            builder.add_item(torch.from_numpy(row[:length].astype(np.int64)))
-            builder.end_document()
+    for doc in drawn.doc_index:
+        builder.add_item(torch.from_numpy(documents[doc]))
+        builder.end_document()
     builder.finalize(f"{prefix}.idx")
 
 
@@ -104,12 +135,14 @@ def main() -> int:
     padded = args.sequences * (args.seq_len + 1)  # the ids nanotron writes
 
     rows: list[tuple[str, float, float, int, bool | None]] = []
-    ours = timed(lambda: export.megatron(folder, paths, id_limit=50_000))
-    theirs = timed(lambda: megatron_builder(folder, paths, folder / "builder" / "tokens"))
+    drawn = encoded(folder, args.sequences, args.seq_len)
+    drawn_tokens = int((drawn.n_tokens[drawn.doc_index] + 1).sum())
+    ours = timed(lambda: export.megatron(folder, drawn, id_limit=50_000, eos_id=0))
+    theirs = timed(lambda: megatron_builder(drawn, folder / "builder" / "tokens"))
     same = same_files(folder / "tokens" / "megatron", folder / "builder")
     rows += [
-        ("Megatron: crawlbelt", ours, theirs, tokens, same),
-        ("Megatron: IndexedDatasetBuilder", theirs, theirs, tokens, same),
+        ("Megatron: crawlbelt (documents drawn)", ours, theirs, drawn_tokens, same),
+        ("Megatron: IndexedDatasetBuilder", theirs, theirs, drawn_tokens, same),
     ]
     ours = timed(lambda: export.mds(folder, paths, id_limit=50_000))
     theirs = timed(lambda: mds_writer(folder, paths, folder / "mdswriter"))

@@ -1,5 +1,6 @@
-"""Token shards in the formats other trainers read (`packing.formats`), written from the Parquet shards once
-they are complete, so that every format holds the same sequences in the same order.
+"""Token data in the formats other trainers read (`packing.formats`). Megatron's holds the drawn documents,
+for its GPTDataset to pack; the others hold the packed sequences, written from the Parquet shards once they
+are complete, so that they hold the same sequences in the same order.
 
     megatron   tokens/megatron/tokens.bin + tokens.idx: Megatron-LM's (and NeMo's) indexed dataset, read by
                megatron.core.datasets.indexed_dataset.IndexedDataset("OUT/tokens/megatron/tokens")
@@ -15,13 +16,17 @@ they are complete, so that every format holds the same sequences in the same ord
     huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
                let datasets.load_dataset("OUT", "docs") and ("OUT", "tokens") read the Parquet files
 
-The Megatron dataset is one merged dataset: the run's mixture is already drawn and its sequences shuffled,
-so each packed sequence (its `length` tokens: a padded last sequence without its padding) is one Megatron
-sequence and one document, in shard order. Its layout (megatron/core/datasets/indexed_dataset.py): the .bin
-holds the token ids back to back, uint16 where every id fits (dtype code 8), else int32 (code 4); the
-.idx holds the header b"MMIDIDX\\x00\\x00", version 1 (<Q), the dtype code (<B), the sequence count (<Q),
-the document count (<Q), then each sequence's length (int32), its byte offset in the .bin (int64) and the
-document indices (int64: 0, then the end of each document).
+The Megatron dataset is one merged dataset of the mixture's drawn documents: every draw (a document drawn
+twice is there twice) in draw order (pipeline/tokens.py's draw_order), each ending with the end token and
+each one Megatron sequence and one document, as Megatron-LM's tools/preprocess_data.py writes documents
+(append_eod, no sentence splitting). Megatron-LM's GPTDataset (--data-path OUT/tokens/megatron/tokens,
+--seq-length packing.seq_len) shuffles documents and packs them into samples itself, adding no end token:
+so it gets whole documents, and every junction in a sample follows an end token; our packed sequences, given
+as documents, would be cut and re-packed with no end token between unrelated texts. Its layout
+(megatron/core/datasets/indexed_dataset.py): the .bin holds the token ids back to back, uint16 where every
+id fits (dtype code 8), else int32 (code 4); the .idx holds the header b"MMIDIDX\\x00\\x00", version 1 (<Q),
+the dtype code (<B), the sequence count (<Q), the document count (<Q), then each sequence's length (int32),
+its byte offset in the .bin (int64) and the document indices (int64: 0, then the end of each document).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import hashlib
 import html
 import json
 import struct
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -49,14 +56,21 @@ NANOTRON_TOKENIZER = "tokens/nanotron/tokenizer"
 
 
 def write(
-    out: Path, formats: list[str], shards: list[str], id_limit: int, eos_id: int, special: dict[str, str]
+    out: Path,
+    formats: list[str],
+    shards: list[str],
+    drawn: DrawnDocuments,
+    id_limit: int,
+    eos_id: int,
+    special: dict[str, str],
 ) -> dict[str, list[dict]]:
-    """Every format besides parquet, from the shards (paths in `out`); returns, per format, the files written
-    with their size and SHA-256. `id_limit`: the tokenizer's largest id + 1, which the formats' id width holds;
-    `special`: the tokenizer's special tokens as transformers names them (eos_token, and pad_token if it has one)."""
+    """Every format besides parquet: Megatron's from the drawn documents, the others from the shards (paths in
+    `out`); returns, per format, the files written with their size and SHA-256. `id_limit`: the tokenizer's
+    largest id + 1, which the formats' id width holds; `special`: the tokenizer's special tokens as
+    transformers names them (eos_token, and pad_token if it has one)."""
     written = {}
     if "megatron" in formats:
-        written["megatron"] = megatron(out, shards, id_limit)
+        written["megatron"] = megatron(out, drawn, id_limit, eos_id)
     if "mds" in formats:
         written["mds"] = mds(out, shards, id_limit)
     if "nanotron" in formats:
@@ -64,33 +78,71 @@ def write(
     return written
 
 
-def megatron(out: Path, shards: list[str], id_limit: int) -> list[dict]:
+@dataclass
+class DrawnDocuments:
+    """The mixture's drawn documents in draw order (pipeline/tokens.py's draw_order), and where their tokens
+    are: the encode step's files, Parquet with the columns doc_index and tokens (without the end token)."""
+
+    doc_index: np.ndarray  # each drawn document, in draw order: one drawn twice is there twice
+    n_tokens: np.ndarray  # by doc_index: its tokens without the end token
+    file_of: np.ndarray  # by doc_index: which of `encoded_files` holds it
+    encoded_files: list[str]
+
+
+def megatron(out: Path, drawn: DrawnDocuments, id_limit: int, eos_id: int) -> list[dict]:
+    """Each drawn document with its end token, one Megatron sequence and document each, in draw order: as
+    Megatron-LM's preprocess_data.py (append_eod, no sentence splitting) writes documents, for GPTDataset to
+    pack. The .bin is sized first, then filled one encoded file at a time, each document at its offset, so
+    the bytes do not depend on how the documents were spread over encoded files (engine, workers)."""
     folder = out / "tokens" / "megatron"
     folder.mkdir(parents=True, exist_ok=True)
     dtype = ids_dtype(id_limit)
-    lengths: list[np.ndarray] = []
-
-    def write_bin(tmp: Path) -> None:
-        with open(tmp, "wb") as data:
-            for tokens, length in sequences(out, shards):
-                if (length < tokens.shape[1]).any():  # a padded sequence (a source's last) without its padding
-                    tokens = tokens[np.arange(tokens.shape[1]) < length[:, None]]
-                data.write(np.ascontiguousarray(tokens, dtype).data)
-                lengths.append(length.astype(np.int64))
-
-    def write_idx(tmp: Path) -> None:
-        length = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-        pointers = np.concatenate([[0], np.cumsum(length * dtype.itemsize)[:-1]]) if len(length) else length
-        with open(tmp, "wb") as index:
-            index.write(MEGATRON_HEADER + struct.pack("<Q", 1) + struct.pack("<B", MEGATRON_DTYPES[dtype]))
-            index.write(struct.pack("<Q", len(length)) + struct.pack("<Q", len(length) + 1))
-            index.write(length.astype(np.int32).tobytes())
-            index.write(pointers.astype(np.int64).tobytes())
-            index.write(np.arange(len(length) + 1, dtype=np.int64).tobytes())  # each sequence a document
-
-    write_atomic(folder / "tokens.bin", write_bin)
-    write_atomic(folder / "tokens.idx", write_idx)
+    lengths = drawn.n_tokens[drawn.doc_index] + 1  # the end token
+    write_atomic(folder / "tokens.bin", partial(_megatron_bin, drawn=drawn, lengths=lengths, dtype=dtype, eos=eos_id))
+    write_atomic(folder / "tokens.idx", megatron_index(lengths, dtype))
     return [described(out, folder / name) for name in ("tokens.bin", "tokens.idx")]
+
+
+def _megatron_bin(tmp: Path, drawn: DrawnDocuments, lengths: np.ndarray, dtype: np.dtype, eos: int) -> None:
+    starts = np.cumsum(lengths) - lengths
+    total = int(lengths.sum())
+    with open(tmp, "wb") as data:
+        data.truncate(total * dtype.itemsize)
+    if not total:
+        return
+    ids = np.memmap(tmp, dtype, "r+", shape=(total,))
+    ids[starts + lengths - 1] = eos
+    file_of_draw = drawn.file_of[drawn.doc_index]
+    by_file = np.argsort(file_of_draw, kind="stable")
+    bounds = np.searchsorted(file_of_draw[by_file], np.arange(len(drawn.encoded_files) + 1))
+    for i, path in enumerate(drawn.encoded_files):
+        draws = by_file[bounds[i] : bounds[i + 1]]
+        if len(draws):
+            encoded = pq.read_table(path, columns=["doc_index", "tokens"])
+            doc_index = encoded["doc_index"].to_numpy()
+            by_doc = np.argsort(doc_index)
+            rows = by_doc[np.searchsorted(doc_index, drawn.doc_index[draws], sorter=by_doc)]
+            tokens = encoded["tokens"].combine_chunks()
+            offsets, values = tokens.offsets.to_numpy(), tokens.values.to_numpy()
+            for start, row in zip(starts[draws].tolist(), rows.tolist()):
+                ids[start : start + offsets[row + 1] - offsets[row]] = values[offsets[row] : offsets[row + 1]]
+    ids.flush()
+    del ids
+
+
+def megatron_index(lengths: np.ndarray, dtype: np.dtype) -> bytes:
+    """The .idx of documents of `lengths` ids each, each one sequence (document_indices 0, 1, ..., n)."""
+    count = len(lengths)
+    pointers = (np.cumsum(lengths) - lengths) * dtype.itemsize
+    return b"".join(
+        [
+            MEGATRON_HEADER + struct.pack("<Q", 1) + struct.pack("<B", MEGATRON_DTYPES[dtype]),
+            struct.pack("<Q", count) + struct.pack("<Q", count + 1),
+            lengths.astype(np.int32).tobytes(),
+            pointers.astype(np.int64).tobytes(),
+            np.arange(count + 1, dtype=np.int64).tobytes(),
+        ]
+    )
 
 
 def ids_dtype(id_limit: int) -> np.dtype:

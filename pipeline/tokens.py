@@ -6,6 +6,8 @@ fixed-length token sequences.
     mixture     token counts per document -> passes per source -> the documents drawn (driver)
     pack        each drawn document cut into pieces of its sequences (workers), grouped by shard,
                 put together and written as tokens/part-NNNNN.parquet
+    export      packing.formats besides parquet (pipeline/export.py, driver): Megatron's from the drawn
+                documents in draw order (draw_order) and _work/encoded, the others from the shards
 
 Documents are numbered in one fixed order: this run's docs/ parts in input-file order, then each curated
 Parquet source's files (sorted) in config order. The tokenizer, the draws, the sequences and their
@@ -297,7 +299,6 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Pack: sequences numbered source by source, shuffled to their written positions, written by shard.
     with _timed(seconds, "pack"):
         total, shard_counts = _pack(config, out, mixture, tokenizer, file_of, encoded_files, seq_tokens)
-        shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
     tokens_written, padding = _written(shard_counts, names)
     shard_rows = [  # each with its size and SHA-256, as the other formats' files
         export.described(out, out / "tokens" / part_name(s)) | {"sequences": n}
@@ -321,10 +322,20 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             f"(packing.seq_len + 1)" + ("; lower packing.seq_len or set packing.remainder: pad" if drawn else ""),
         )
     # Exports: the same sequences in the formats other trainers read (packing.formats).
+    # Megatron's holds the drawn documents themselves, from the encoded files: GPTDataset packs them itself.
     with _timed(seconds, "export"):
         shards = [r["path"] for r in shard_rows]
         special = special_tokens(config, tokenizer)
-        exports = export.write(out, config.packing.formats, shards, tokenizer.id_limit, tokenizer.eos_id, special)
+        drawn = export.DrawnDocuments(
+            draw_order(mixture.occurrences, config.mixture.seed, config.packing.shuffle),
+            n_tokens,
+            file_of,
+            encoded_files,
+        )
+        exports = export.write(
+            out, config.packing.formats, shards, drawn, tokenizer.id_limit, tokenizer.eos_id, special
+        )
+        shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
     for name, files in exports.items():
         log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
     held = sum(r["sequences"] for r in shard_rows)
@@ -448,6 +459,17 @@ def _mixture(config: Config, curated: list[CuratedFile], n_tokens: np.ndarray, s
     occurrences = [m[d.draws] for m, d in zip(members, draws)]
     layouts = [stream_layout(packed_len[o], seq_tokens, pad) for o in occurrences]
     return Mixture(budget, draws, warnings, occurrences, layouts)
+
+
+def draw_order(occurrences: list[np.ndarray], seed: int, shuffle: bool) -> np.ndarray:
+    """The drawn documents (doc_index; a document drawn twice is there twice) in draw order: the sources in
+    config order, each source's draws in its stream order (whole passes, then the sampled rest, each in
+    document order); with packing.shuffle, then permuted from mixture.seed, so that sources and passes mix
+    along the order and any contiguous range of it (a Megatron split) samples the whole mixture."""
+    drawn = np.concatenate(occurrences) if occurrences else np.empty(0, np.int64)
+    if shuffle:
+        drawn = drawn[np.random.default_rng([seed, 2]).permutation(len(drawn))]
+    return drawn.astype(np.int64)
 
 
 def _pack(

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -30,7 +31,13 @@ MDS_READER = Path(sys.prefix) / "mds-reader"
 HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 CRAWL = sorted(str(p) for p in (FIXTURES / "warc").iterdir())
 # Sequences shorter than the crawl, and a padded last one per source: lengths that differ.
-SETTINGS = [*SPARK_SETTINGS, "packing.formats=[parquet, megatron, mds, nanotron, huggingface]", "packing.remainder=pad"]
+# The mixture drawn 1.4 passes (the fixture crawl has about 5,500 tokens): some documents are drawn twice.
+SETTINGS = [
+    *SPARK_SETTINGS,
+    "packing.formats=[parquet, megatron, mds, nanotron, huggingface]",
+    "packing.remainder=pad",
+    "mixture.budget_tokens=8000",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,22 +49,124 @@ def exported(tmp_path_factory, ray_session):
     return out, manifest
 
 
-def test_megatrons_reader_reads_the_parquet_shards_sequences(exported):
+def drawn_documents(out: Path, manifest: dict) -> list[list[int]]:
+    """The run's drawn documents in draw order (README, Token shards), each with its end token, worked out here
+    from docs/: each kept text encoded with tokens/tokenizer.json by `tokenizers` itself (special tokens'
+    text as plain text, as the belt encodes it), the one source's draws, permuted as draw order says."""
+    from tokenizers import Tokenizer
+
+    from pipeline.tokens import draw_order
+    from stages.mixture import draw_source
+
+    tokenizer = Tokenizer.from_file(str(out / "tokens" / "tokenizer.json"))
+    tokenizer.encode_special_tokens = True
+    texts = [
+        t or "" for p in sorted((out / "docs").glob("part-*.parquet")) for t in pq.read_table(p)["text"].to_pylist()
+    ]
+    eos = manifest["tokens"]["eos_id"]
+    documents = [encoding.ids + [eos] for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    packed = np.array([len(d) if len(d) > 1 else 0 for d in documents])  # an empty text is never drawn
+    mixture = manifest["mixture"]
+    draws = draw_source("web", 1.0, 1.0, packed, mixture["budget_tokens"], mixture["seed"]).draws
+    return [documents[i] for i in draw_order([draws], mixture["seed"], shuffle=True)]
+
+
+def test_megatron_holds_the_drawn_documents_as_megatron_cores_builder_writes_them(exported, tmp_path):
     indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset", reason="the export extra (megatron-core)")
+    torch = pytest.importorskip("torch")
     out, manifest = exported
     assert_complete(out)
-    rows = [row for shard in manifest["tokens"]["shards"] for row in pq.read_table(out / shard["path"]).to_pylist()]
+    (row,) = manifest["mixture"]["table"]
+    assert 1 < row["passes"] < 2  # some documents drawn twice
     dataset = indexed.IndexedDataset(str(out / "tokens" / "megatron" / "tokens"))
-    assert len(dataset) == len(rows) == manifest["tokens"]["sequences"] > 1
-    assert dataset.index.dtype == np.uint16  # the vocabulary fits
-    assert list(dataset.document_indices) == list(range(len(rows) + 1))  # each sequence one document
+    documents = [dataset[i].tolist() for i in range(len(dataset))]
     eos = manifest["tokens"]["eos_id"]
-    for i, row in enumerate(rows):
-        assert dataset[i].tolist() == row["tokens"][: row["length"]]
-    assert any(row["length"] < len(row["tokens"]) for row in rows)  # a padded one, written without its padding
-    # every document drawn ends with its end token (one source, drawn once: the documents kept)
-    ends = sum(int((dataset[i] == eos).sum()) for i in range(len(dataset)))
-    assert ends == manifest["counts"]["kept"] and manifest["mixture"]["table"][0]["passes"] == 1
+    assert len(documents) == row["documents_drawn"] and sum(map(len, documents)) == row["tokens_drawn"]
+    assert list(dataset.document_indices) == list(range(len(documents) + 1))  # each sequence one document
+    assert dataset.index.dtype == np.uint16  # the vocabulary fits
+    assert all(d[-1] == eos and eos not in d[:-1] for d in documents)  # one end token each, at its end
+    # Every kept document at least once, the upsampled ones twice, none cut: whole documents, not sequences.
+    expected = drawn_documents(out, manifest)
+    counts = {tuple(d): documents.count(d) for d in documents}
+    assert set(counts) == {tuple(d) for d in expected} and len(counts) == manifest["counts"]["kept"]
+    assert sorted(counts.values())[-1] == 2 and sorted(counts.values())[0] == 1
+    assert documents == expected  # in draw order
+    # Byte for byte what megatron-core's own writer makes of them, as preprocess_data.py calls it.
+    builder = indexed.IndexedDatasetBuilder(str(tmp_path / "tokens.bin"), dtype=np.uint16)
+    for document in expected:
+        builder.add_item(torch.tensor(document))
+        builder.end_document()
+    builder.finalize(str(tmp_path / "tokens.idx"))
+    for name in ("tokens.bin", "tokens.idx"):
+        assert (out / "tokens" / "megatron" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+
+
+class RunTokenizer:
+    """What GPTDataset asks of Megatron-LM's tokenizer: the vocabulary size, the end token (eod: the masks'
+    document ends) and the pad id (its padded samples' fill, masked out of the loss); and what names it in the
+    description that GPTDataset's index cache is keyed by."""
+
+    def __init__(self, tokens: dict):
+        self.vocab_size, self.eod, self.eos, self.pad = (
+            tokens[k] for k in ("vocab_size", "eos_id", "eos_id", "pad_id")
+        )
+        self.unique_identifiers = {"class": "RunTokenizer", "tokenizer": tokens["tokenizer"]}
+
+
+def test_megatron_cores_gpt_dataset_packs_the_documents_with_an_end_token_at_every_junction(exported, tmp_path):
+    """megatron-core's GPTDataset, built as Megatron-LM's pretrain_gpt.py builds it (BlendedMegatronDatasetBuilder,
+    --data-path OUT/tokens/megatron/tokens --split 100,0,0 --seq-length packing.seq_len, one epoch)."""
+    pytest.importorskip("megatron.core.datasets.gpt_dataset", reason="the export extra (megatron-core)")
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+
+    out, manifest = exported
+    seq_len, eos = manifest["tokens"]["seq_len"], manifest["tokens"]["eos_id"]
+    config = GPTDatasetConfig(
+        random_seed=1234,
+        sequence_length=seq_len,
+        blend=([str(out / "tokens" / "megatron" / "tokens")], None),
+        split="100,0,0",
+        path_to_cache=str(tmp_path / "cache"),  # else beside the export
+        tokenizer=RunTokenizer(manifest["tokens"]),
+        reset_position_ids=False,
+        reset_attention_mask=False,
+        eod_mask_loss=False,
+    )
+    train, valid, test = BlendedMegatronDatasetBuilder(GPTDataset, [None, None, None], lambda: True, config).build()
+    assert valid is None and test is None
+    written = [train.dataset[i].tolist() for i in range(len(train.dataset))]  # the Megatron documents
+    assert len(train) == (sum(map(len, written)) - 1) // seq_len > 1  # GPTDataset's own count, one epoch
+    # GPTDataset's document order (its shuffle), as one stream: sample j is its window [j * seq_len, + seq_len + 1]
+    order = train.document_index
+    stream = np.concatenate([written[i] for i in order])
+    ends = np.cumsum([len(written[i]) for i in order])
+    junctions = 0
+    for i in range(len(train)):
+        j = int(train.shuffle_index[i])
+        sample = train[i]
+        text = np.concatenate([sample["tokens"].numpy(), sample["labels"].numpy()[-1:]])
+        assert text.tolist() == stream[j * seq_len : j * seq_len + seq_len + 1].tolist(), i
+        inside = ends[(ends > j * seq_len) & (ends < j * seq_len + seq_len + 1)] - j * seq_len
+        assert all(text[e - 1] == eos for e in inside), (i, text.tolist())  # each junction follows an end token
+        junctions += len(inside)
+    documents = drawn_documents(out, manifest)
+    assert written == documents  # so every sample's tokens are the drawn documents'
+    assert junctions >= len(documents) - 1  # every document's end is inside some sample
+
+
+def test_megatrons_hugging_face_tokenizer_loads_the_runs_tokenizer_as_the_readme_points_it(exported):
+    """--tokenizer-type HuggingFaceTokenizer --tokenizer-model OUT/tokens: megatron-core's own class over the folder
+    (AutoTokenizer reads its tokenizer.json) has the run's vocabulary and encodes as the run did."""
+    pytest.importorskip("transformers", reason="the classify extra (transformers)")
+    libraries = pytest.importorskip("megatron.core.tokenizers.text.libraries", reason="the export extra")
+    from tokenizers import Tokenizer
+
+    out, manifest = exported
+    tokenizer = libraries.HuggingFaceTokenizer(str(out / "tokens"))
+    assert tokenizer.vocab_size == manifest["tokens"]["vocab_size"]
+    text = pq.read_table(next((out / "docs").glob("part-*.parquet")))["text"][0].as_py()
+    assert tokenizer.text_to_ids(text) == Tokenizer.from_file(str(out / "tokens" / "tokenizer.json")).encode(text).ids
 
 
 def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
@@ -475,3 +584,46 @@ def test_a_tokenizer_file_past_the_size_bound_is_one_line_before_it_is_parsed(tm
         f.truncate((128 << 20) + 1)  # sparse: nothing is written, and a parse would fail on its zero bytes
     with pytest.raises(ConfigError, match=r"tokenizer.path: .* is 134,217,729 bytes; at most 134,217,728"):
         load_config(str(CONFIGS / "local.yaml"), overrides=[f"tokenizer.path={path}"], output=str(tmp_path / "o"))
+
+
+def encoded_files(folder: Path, documents: list[list[int]], files: int) -> tuple[np.ndarray, list[str]]:
+    """The documents as the encode step writes them, spread over `files` files (as encode tasks spread
+    them, interleaved): each document's file, and the files."""
+    folder.mkdir(parents=True)
+    file_of = np.arange(len(documents)) % files
+    paths = []
+    for i in range(files):
+        rows = np.flatnonzero(file_of == i)[::-1]  # not in doc_index order within a file either
+        table = pa.table(
+            {
+                "doc_index": pa.array(rows, pa.int64()),
+                "n_tokens": pa.array([len(documents[r]) for r in rows], pa.int64()),
+                "tokens": pa.array([documents[r] for r in rows], pa.large_list(pa.uint32())),
+            }
+        )
+        paths.append(str(folder / f"part-{i:05d}.parquet"))
+        pq.write_table(table, paths[-1])
+    return file_of, paths
+
+
+@pytest.mark.parametrize("id_limit, dtype", [(50_000, np.uint16), (72_000, np.int32)])
+def test_the_megatron_writer_gives_megatron_cores_bytes_however_the_documents_were_encoded(tmp_path, id_limit, dtype):
+    indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset", reason="the export extra (megatron-core)")
+    torch = pytest.importorskip("torch")
+    from pipeline import export
+
+    rng = np.random.default_rng(5)
+    documents = [rng.integers(1, id_limit, size=n).tolist() for n in rng.integers(1, 40, size=30)]
+    order = rng.permutation(np.concatenate([np.arange(30), [3, 3, 17]]))  # drawn three times, twice, once
+    builder = indexed.IndexedDatasetBuilder(str(tmp_path / "tokens.bin"), dtype=dtype)
+    for doc in order:
+        builder.add_item(torch.tensor(documents[doc] + [0]))
+        builder.end_document()
+    builder.finalize(str(tmp_path / "tokens.idx"))
+    n_tokens = np.array([len(d) for d in documents])
+    for files in (1, 4):  # the encode step on one worker or several
+        out = tmp_path / f"files-{files}"
+        file_of, paths = encoded_files(out / "encoded", documents, files)
+        export.megatron(out, export.DrawnDocuments(order, n_tokens, file_of, paths), id_limit, eos_id=0)
+        for name in ("tokens.bin", "tokens.idx"):
+            assert (out / "tokens" / "megatron" / name).read_bytes() == (tmp_path / name).read_bytes(), (files, name)

@@ -113,7 +113,7 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
         f"  - {{name: large, input: [{parts[1]}, {parts[2]}], weight: 1}}",
         (
             f"tokenizer: {{path: {given}, eos_token: '</s>'}}\nmixture: {{budget_tokens: {budget}, max_passes: 2}}\n"
-            "packing: {seq_len: 32, remainder: pad}\n"
+            "packing: {seq_len: 32, remainder: pad, formats: [parquet, megatron]}\n"
         ),
     )
     with caplog.at_level(logging.INFO, logger="crawlbelt"):
@@ -141,6 +141,21 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
         assert sum(lengths) == tokens["tokens_per_source"][name] == table[name]["tokens_drawn"]
     # shuffled: the two sources alternate instead of one long run of each
     assert sum(a != b for a, b in zip(sources, sources[1:])) > len(sources) / 4
+    # Megatron's export: every draw of both sources, whole, each ending with the given tokenizer's end token,
+    # the sources mixed along the draw order (a Megatron split of it samples both)
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    documents = IndexedDataset(str(tmp_path / "mixed" / "tokens" / "megatron" / "tokens"))
+    assert len(documents) == sum(row["documents_drawn"] for row in table.values())
+    assert sum(documents.sequence_lengths) == sum(row["tokens_drawn"] for row in table.values())
+    assert all(documents[i][-1] == tokens["eos_id"] for i in range(len(documents)))
+    encoder = Tokenizer.from_file(str(given))
+    small = {tuple(e.ids + [tokens["eos_id"]]) for e in encoder.encode_batch(texts, add_special_tokens=False)}
+    from_small = [tuple(documents[i].tolist()) in small for i in range(len(documents))]
+    half = len(from_small) // 2
+    assert (
+        any(from_small[:half]) and not all(from_small[:half]) and any(from_small[half:]) and not all(from_small[half:])
+    )
 
 
 def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_of_the_shards(
