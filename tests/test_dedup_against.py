@@ -115,7 +115,7 @@ def test_a_chain_through_an_earlier_removed_copy_is_found(tmp_path):
 
 def write_config(tmp_path, **dedup):
     (tmp_path / "in.jsonl").write_text('{"text": "one two three"}\n')
-    config = {"sources": [{"name": "web", "input": ["in.jsonl"], "format": "jsonl"}], "output": "out"}
+    config = {"sources": [{"name": "web", "input": ["in.jsonl"], "format": "jsonl"}], "output": str(tmp_path / "out")}
     config["classifier"] = {"kind": "none"}
     config["dedup"] = dedup
     path = tmp_path / "config.yaml"
