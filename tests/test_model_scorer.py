@@ -369,12 +369,16 @@ def test_a_model_whose_weights_do_not_load_stops_the_run_in_one_line(tmp_path, c
 
 
 @pytest.mark.slow
-def test_the_same_output_on_spark(tmp_path, run_here, classifier):
+def test_the_same_output_on_spark(tmp_path, run_here, classifier, decoder):
+    """A classifier, then a GPT-2 head without a pad token judged by its int score: the same bytes on both."""
     if reason := spark_missing():
         pytest.skip(reason)
-    run_here(CONFIGS / "local.yaml", tmp_path / "ray", [*BELT, entry(classifier)], CRAWL)
-    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*BELT, entry(classifier), "engine=spark"], CRAWL)
+    gpt2 = {"scorer": "edu", "kind": "transformers", "model": str(decoder), "int_range": [0, 5], "int_threshold": 1}
+    stages = entry(classifier).removesuffix("]") + ", " + json.dumps(gpt2) + "]"
+    manifest = run_here(CONFIGS / "local.yaml", tmp_path / "ray", [*BELT, stages], CRAWL)
+    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*BELT, stages, "engine=spark"], CRAWL)
     assert_same_output(tmp_path / "ray", tmp_path / "spark")
+    assert manifest["counts"]["rejected_by_reason"].get("edu:below_threshold")  # it judged some
 
 
 def test_a_gpu_no_node_has_is_refused_in_one_line_before_any_work(embedded_ray):
