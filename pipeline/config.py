@@ -253,6 +253,10 @@ class TransformersScorerConfig:
     model: str | None = None  # a local folder saved by save_pretrained: config.json, the weights, the tokenizer
     label: str | None = None  # a classifier: the label whose probability is the score; null: its last label
     threshold: float | None = None  # reject below this score; None: score only
+    # A regression head: int_score_NAME is its score clamped to [LOW, HIGH], then rounded (FineWeb-Edu: [0, 5]);
+    # None: not clamped (crawlbelt cannot know a head's range: a clamp it guessed would change int scores unseen).
+    int_range: list[int] | None = None
+    int_threshold: int | None = None  # a regression head: reject where int_score_NAME is below it; None: no such rule
     max_chars: int = 10_000  # of each text, before tokenizing
     max_tokens: int = 512  # tokens per text, the special ones included
     timeout_s: float | None = 10.0  # per text, tokenizing (in a child process): past it, NAME:timeout; null: no limit

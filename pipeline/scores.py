@@ -27,11 +27,14 @@ SAMPLE_CHARS = 300
 
 
 def scorers(config) -> list[tuple[str, str, float | None]]:
-    """(stage name, score column, threshold) of every scorer the belt runs."""
+    """(stage name, score column, threshold) of every scorer the belt runs: a transformers scorer with
+    `int_threshold` by its int_score_NAME, the column its rule reads."""
     found = []
     for stage in spec.declared(config):
         if stage.spec.name == "classifier" and "scorer" not in stage.entry and config.classifier.kind != "none":
             found.append(("classifier", "quality_score", config.classifier.threshold))
+        elif stage.entry.get("int_threshold") is not None:  # a regression head judged by its int score
+            found.append((stage.spec.name, f"int_score_{stage.spec.name}", stage.entry["int_threshold"]))
         elif "scorer" in stage.entry:
             found.append((stage.spec.name, f"score_{stage.spec.name}", stage.entry.get("threshold")))
     return found

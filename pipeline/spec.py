@@ -358,8 +358,9 @@ def _runner(stage: Stage, config):
             device="cuda" if settings.num_gpus else "cpu",
             threads=max(1, int(settings.num_cpus)),
             timeout_s=settings.timeout_s,
+            int_range=None if settings.int_range is None else (settings.int_range[0], settings.int_range[1]),
         )
-        return TransformerScore(model, name, settings.threshold)
+        return TransformerScore(model, name, settings.threshold, settings.int_threshold)
     if stage.entry.get("kind") == "combine":
         combine = CombineScorerConfig(**{key: value for key, value in stage.entry.items() if key != "scorer"})
         return CombineScores(name, combine.scores, combine.how, combine.threshold)

@@ -236,6 +236,7 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
         _check_number(settings.threshold, f"{key}.threshold", "a number", lambda v: True)
     else:
         _check_number(settings.threshold, f"{key}.threshold", "a probability in [0, 1] for a classifier", _fraction)
+    _check_int_score(settings, problem, key, entry["scorer"])
     _check_number(settings.num_cpus, f"{key}.num_cpus", "CPUs above 0", lambda v: v > 0)
     _check_number(settings.num_gpus, f"{key}.num_gpus", "GPUs, 0 or more", lambda v: v >= 0)
     if engine == "spark" and settings.num_gpus:
@@ -245,6 +246,31 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
         )
     entry.update(dataclasses.asdict(settings))  # the folder, resolved
     return spec.Stage(spec.scorer_spec(entry["scorer"], entry), None, entry)
+
+
+def _check_int_score(settings: TransformersScorerConfig, problem: str, key: str, name: str) -> None:
+    """int_range and int_threshold: a regression head's; the range two whole numbers, LOW <= HIGH; the threshold
+    within the range, and not given with `threshold` (each would reject by its own rule)."""
+    given = [each for each in ("int_range", "int_threshold") if getattr(settings, each) is not None]
+    if given and problem != "regression":
+        raise ConfigError(
+            f"{key}.{given[0]}: {settings.model!r} is a classifier, which adds label_{name}, no int score; "
+            "int_range and int_threshold are for a regression head"
+        )
+    span = settings.int_range
+    if span is not None and (len(span) != 2 or span[0] > span[1]):
+        raise ConfigError(f"{key}.int_range: expected [LOW, HIGH], two whole numbers with LOW <= HIGH, got {span!r}")
+    if settings.int_threshold is None:
+        return
+    if settings.threshold is not None:
+        raise ConfigError(
+            f"{key}.int_threshold: give threshold (on score_{name}) or int_threshold (on int_score_{name}), not both"
+        )
+    if span is not None and not span[0] <= settings.int_threshold <= span[1]:
+        raise ConfigError(
+            f"{key}.int_threshold: {settings.int_threshold} is outside int_range {span} (every int_score_{name} is "
+            "in it, so it would keep every document or none)"
+        )
 
 
 def _fraction(value) -> bool:

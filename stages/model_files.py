@@ -12,7 +12,8 @@ declares is allocated before it is compared with its files.
 - every file of the folder is a regular file (a link to /dev/zero or a FIFO is never read), the ones transformers
   reads within a size bound; config.json's numbers are finite (a NaN makes every score NaN);
 - the tokenizer is the folder's own tokenizer.json (without it transformers builds a fallback that scores every
-  document alike), it loads, and its ids fit the model's token embeddings.
+  document alike), it loads, and its ids fit the model's token embeddings, as does the pad token config.json
+  names (the scorer pads with it).
 """
 
 from __future__ import annotations
@@ -202,8 +203,20 @@ def check_model_folder(folder: str, head: bool = True, config_changes: dict | No
             raise ModelFolderError(f"the weights have no {name} (config.json describes another model)")
         if have != shape:
             raise ModelFolderError(f"{name} is {list(have)} in the weights, {list(shape)} by config.json")
+    if head:
+        check_pad_id(config, rows)
     check_tokenizer_file(folder)
     return rows
+
+
+def check_pad_id(config: dict, rows: int) -> None:
+    """The pad token config.json names, if any, is one of the model's tokens: the scorer pads batches with it."""
+    pad = config.get("pad_token_id")
+    if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < rows):
+        raise ModelFolderError(
+            f"config.json: pad_token_id {pad!r} is not a token of the model (0 to {rows - 1:,}): batches are padded "
+            "with it"
+        )
 
 
 def check_tokenizer_file(folder: str) -> None:

@@ -61,6 +61,8 @@ def refused(tmp_path: Path, model: Path, message: str, **settings) -> None:
         ({"architectures": ["BertModel"]}, "BertModel: not a sequence-classification model"),
         ({"architectures": ["BertForTokenClassification"]}, "BertForTokenClassification: not a sequence-class"),
         ({"model_type": "evil", "auto_map": {"AutoConfig": "x.C"}}, "model_type 'evil' is not one transformers has"),
+        # the scorer pads batches with it (BERT's embeddings take -1 as their last row; GPT-2 checks none)
+        ({"pad_token_id": -1}, "config.json: pad_token_id -1 is not a token of the model (0 to 20): batches are"),
     ],
 )
 def test_a_config_that_its_weights_do_not_hold_is_refused_before_anything_is_allocated(tmp_path, config, message):

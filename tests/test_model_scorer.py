@@ -3,6 +3,7 @@ own forward pass; in a belt it runs on a pool of actors, with the same output on
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from html import escape
@@ -15,7 +16,7 @@ import yaml
 
 from helpers import CONFIGS, FIXTURES, SPARK_SETTINGS, assert_complete, assert_same_output, ledger_table, spark_missing
 from test_user_stages import base_config, output_bytes, run_cli, run_killed, slow_stage_files
-from tiny_models import bert_scorer, examples
+from tiny_models import bert_scorer, examples, gpt2_scorer, rescaled_head
 
 pytest.importorskip("transformers", reason="the classify extra (transformers) is not installed")
 
@@ -24,7 +25,7 @@ import torch  # noqa: E402  (after the skip)
 from pipeline.config import ConfigError, RayConfig, ResourcesConfig, TransformersScorerConfig  # noqa: E402
 from pipeline.config_load import load_config  # noqa: E402
 from stages.classifier import CombineScores  # noqa: E402
-from stages.model_scorer import TransformerScore, TransformerScorer  # noqa: E402
+from stages.model_scorer import TransformerScore, TransformerScorer, int_score, load_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +38,12 @@ def regression(tmp_path_factory) -> Path:
     return bert_scorer(tmp_path_factory.mktemp("bert") / "model", regression=True)
 
 
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory) -> Path:
+    """A GPT-2 regression head whose tokenizer and config name no pad token."""
+    return gpt2_scorer(tmp_path_factory.mktemp("gpt2") / "model")
+
+
 def texts() -> list[str]:
     """Texts of many lengths: single examples, runs of them, one past max_tokens and one past max_chars."""
     good, bad = examples()
@@ -45,12 +52,18 @@ def texts() -> list[str]:
     return [*lines, *runs, " ".join(lines * 3), "x" * 50 + " " + " ".join(lines * 10), ""]
 
 
-def alone(folder: Path, text: str, max_chars: int, max_tokens: int) -> torch.Tensor:
-    """The plain transformers forward pass of one text, with no batch and no padding."""
+@functools.cache
+def plain_model(folder: Path) -> tuple:
+    """The folder's tokenizer and model as transformers loads them, once per test session."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True).train(False)
+    return tokenizer, AutoModelForSequenceClassification.from_pretrained(folder, local_files_only=True).train(False)
+
+
+def alone(folder: Path, text: str, max_chars: int, max_tokens: int) -> torch.Tensor:
+    """The plain transformers forward pass of one text, with no batch and no padding."""
+    tokenizer, model = plain_model(folder)
     with torch.inference_mode():
         encoded = tokenizer(text[:max_chars], truncation=True, max_length=max_tokens, return_tensors="pt")
         return model(**encoded).logits[0]
@@ -84,6 +97,86 @@ def test_a_regression_head_gives_its_output_and_the_rounded_score(regression):
         assert score == pytest.approx(float(alone(regression, text, 10_000, 128)[0]), abs=1e-5)  # its positions
         assert rounded == round(score)
     assert out.schema.field("int_score_edu").type.id != out.schema.field("score_edu").type.id
+
+
+def padded_on(folder: Path, side: str, out: Path) -> Path:
+    """A copy of a model folder whose tokenizer is saved with this padding side."""
+    import shutil
+
+    shutil.copytree(folder, out)
+    settings = json.loads((out / "tokenizer_config.json").read_text())
+    (out / "tokenizer_config.json").write_text(json.dumps({**settings, "padding_side": side}))
+    assert load_tokenizer(str(out)).padding_side == side
+    return out
+
+
+@pytest.mark.parametrize("model", ["regression", "decoder"])
+def test_scores_do_not_depend_on_the_batch_the_order_or_the_padding_side(model, request, tmp_path):
+    """The same texts in batches of 1, of 3 and all at once, in their order and reversed, with the tokenizer
+    saved with left and with right padding: the same scores, to 1e-5 (fp32 sums over batches of other widths
+    differ in their last bits: 1.2e-7 measured), each the model's own forward pass of the text alone. Left
+    padding used to shift BERT's positions (0.34 apart on this head); GPT-2's head reads the last token that is
+    not its pad token, here its end token (its tokenizer has no pad token)."""
+    folder = request.getfixturevalue(model)
+    every = [text for text in texts() if text]  # the empty text: the next test
+    reference = [float(alone(folder, text, 10_000, 128)[0]) for text in every]
+    for side in ("left", "right"):
+        saved = padded_on(folder, side, tmp_path / side)
+        for batch_size in (1, 3, len(every)):
+            scorer = TransformerScorer(str(saved), max_tokens=128, batch_size=batch_size)
+            for order in (every, every[::-1]):
+                scores = dict(zip(order, scorer.score(order)[0]))
+                assert [scores[text] for text in every] == pytest.approx(reference, abs=1e-5), (side, batch_size)
+    assert max(reference) - min(reference) > 0.5  # a head whose scores differ: the comparisons can fail
+
+
+def test_a_decoder_without_a_pad_token_pads_with_its_end_token_and_an_empty_text_is_not_scored(decoder):
+    """A text with no token (GPT-2's tokenizer gives "" none) has nothing to score: `NAME:no_tokens`."""
+    assert load_tokenizer(str(decoder)).pad_token == "<|endoftext|>"
+    assert json.loads((decoder / "config.json").read_text()).get("pad_token_id") is None
+    out = TransformerScore(TransformerScorer(str(decoder), batch_size=4), "edu")(ledger_table(texts()))
+    scores = out["score_edu"].to_pylist()
+    assert texts()[-1] == "" and scores[-1] is None and out["reason"].to_pylist()[-1] == "edu:no_tokens"
+    assert all(isinstance(score, float) for score in scores[:-1]) and set(out["reason"].to_pylist()[:-1]) == {None}
+    assert out["int_score_edu"].to_pylist()[:-1] == [round(score) for score in scores[:-1]]
+    good, bad = examples()
+    assert min(scores[: len(good)]) > 0.5 > max(scores[len(good) : len(good) + len(bad)])  # it learnt
+
+
+def fineweb_edu_int_score(score) -> int:
+    """FineWeb-Edu's expression, from huggingface/cosmopedia classification/run_edu_bert.py (the scores of the
+    fineweb-edu-classifier), over float32 logits as there."""
+    return int(round(max(0, min(score, 5))))
+
+
+BOUNDARY = [2.49, 2.5, 2.51, 5.7, -1.0, 3.5, 4.5, 0.5]
+
+
+def test_int_score_is_fineweb_edus_and_int_threshold_keeps_what_fineweb_edu_keeps(regression, tmp_path):
+    """int_range [0, 5]: FineWeb-Edu's int_score to the value (Python and numpy round half to even: 2.5 is 2),
+    and int_threshold 3 keeps exactly its `int_score >= 3`, i.e. a score above 2.5, which `threshold: 2.5`
+    (score >= 2.5) is not. A head whose every score is exactly 2.5 shows it through the model."""
+    import numpy as np
+
+    logits = np.array(BOUNDARY, dtype=np.float32)
+    expected = [fineweb_edu_int_score(score) for score in logits]
+    assert expected == [2, 2, 3, 5, 0, 4, 4, 0]
+    scorer = TransformerScorer(str(regression), int_range=(0, 5))
+    _, ints = scorer.scores_of(torch.tensor(logits).reshape(-1, 1))
+    assert ints == expected
+    assert [int_score(float(v)) for v in logits] == [2, 2, 3, 6, -1, 4, 4, 0]  # no int_range: not clamped
+    stage = TransformerScore(scorer, "edu", int_threshold=3)
+    kept = [stage.below(float(score), whole) is None for score, whole in zip(logits, ints)]
+    assert kept == [whole >= 3 for whole in expected]
+    assert stage.below(float("nan"), None) == "score NaN has no int_score (int_threshold 3)"
+
+    half = rescaled_head(regression, tmp_path / "half", scale=0.0, shift=2.5)
+    out = TransformerScore(TransformerScorer(str(half), int_range=(0, 5)), "edu", int_threshold=3)(
+        ledger_table(["a b"])
+    )
+    assert out["score_edu"].to_pylist() == [2.5] and out["int_score_edu"].to_pylist() == [2]
+    assert out["reason"].to_pylist() == ["edu:below_threshold"] and fineweb_edu_int_score(np.float32(2.5)) == 2
+    assert out["detail"].to_pylist() == ["int_score 2 < 3 (score 2.500)"]
 
 
 def entry(folder: Path, **settings) -> str:
@@ -140,24 +233,38 @@ def test_the_belt_scores_on_a_pool_of_actors_the_same_on_1_and_2_actors(tmp_path
 
 @pytest.mark.slow
 def test_the_documented_scorer_runs_as_written_and_its_gpu_is_refused_here(tmp_path, run_here, regression):
-    """docs/stages.md's transformers scorer, its model folder replaced by a small regression head: on this machine
-    (no GPU) its `num_gpus: 1` is refused in one line before any work; with `num_gpus: 0` the belt runs it on
-    a pool of four CPU actors (Ray Data starts the two that this machine's two CPUs hold)."""
+    """docs/stages.md's transformers scorer, its model folder replaced by a small regression head on FineWeb-Edu's
+    0 to 5 scale: on this machine (no GPU) its `num_gpus: 1` is refused in one line before any work; with
+    `num_gpus: 0` the belt runs it on a pool of four CPU actors (Ray Data starts the two that this machine's two
+    CPUs hold), and it keeps what FineWeb-Edu keeps: int_score >= 3 by FineWeb-Edu's own expression."""
+    import numpy as np
+
     from test_user_stages import doc_blocks
 
     (documented,) = [block for block in doc_blocks("yaml") if "kind: transformers" in block]
-    stages = yaml.safe_load(documented.replace("models/edu-bert", str(regression)))["stages"]
+    # the head scores the crawl's pages 0.25 to 0.47; on FineWeb-Edu's scale, about 0.3 to 4.7
+    edu = rescaled_head(regression, tmp_path / "edu", scale=20.0, shift=-4.7)
+    stages = yaml.safe_load(documented.replace("models/edu-bert", str(edu)))["stages"]
+    assert stages[-1]["int_range"] == [0, 5] and stages[-1]["int_threshold"] == 3
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the refusal is for one without")
     settings = [*BELT, f"stages={json.dumps(stages)}"]
     with pytest.raises(ConfigError, match=r"^stages\[4\]\.num_gpus: a task asks for 1 GPU, which no node"):
         run_here(CONFIGS / "local.yaml", tmp_path / "gpu", settings, CRAWL)
     assert not (tmp_path / "gpu" / "docs").exists()
-    stages[-1].update(num_gpus=0, threshold=None)  # this head, trained on 1 and 0, gives no page a 3
+    stages[-1].update(num_gpus=0)
     run_here(CONFIGS / "local.yaml", tmp_path / "cpu", [*BELT, f"stages={json.dumps(stages)}"], CRAWL)
     manifest = assert_complete(tmp_path / "cpu")
     docs = pq.read_table(tmp_path / "cpu" / "docs").to_pylist()
-    assert docs and all(doc["int_score_edu"] == round(doc["score_edu"]) for doc in docs)
+    assert docs and all(
+        doc["int_score_edu"] == fineweb_edu_int_score(np.float32(doc["score_edu"])) >= 3 for doc in docs
+    )
+    seen = manifest["scorers"]["edu"]  # what it rejected, and the documents each side of int_score 3
+    assert seen["column"] == "int_score_edu" and seen["threshold"] == 3
+    assert seen["rejected"] == manifest["counts"]["rejected_by_reason"]["edu:below_threshold"] > 0
+    assert [doc["int_score_edu"] >= 3 for side in ("above", "below") for doc in seen["near_threshold"][side]] == [
+        True
+    ] * len(seen["near_threshold"]["above"]) + [False] * len(seen["near_threshold"]["below"])
     assert manifest["stages"]["edu"]["rows_in"] >= len(docs) > 0
 
 
@@ -262,12 +369,16 @@ def test_a_model_whose_weights_do_not_load_stops_the_run_in_one_line(tmp_path, c
 
 
 @pytest.mark.slow
-def test_the_same_output_on_spark(tmp_path, run_here, classifier):
+def test_the_same_output_on_spark(tmp_path, run_here, classifier, decoder):
+    """A classifier, then a GPT-2 head without a pad token judged by its int score: the same bytes on both."""
     if reason := spark_missing():
         pytest.skip(reason)
-    run_here(CONFIGS / "local.yaml", tmp_path / "ray", [*BELT, entry(classifier)], CRAWL)
-    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*BELT, entry(classifier), "engine=spark"], CRAWL)
+    gpt2 = {"scorer": "edu", "kind": "transformers", "model": str(decoder), "int_range": [0, 5], "int_threshold": 1}
+    stages = entry(classifier).removesuffix("]") + ", " + json.dumps(gpt2) + "]"
+    manifest = run_here(CONFIGS / "local.yaml", tmp_path / "ray", [*BELT, stages], CRAWL)
+    run_here(CONFIGS / "local.yaml", tmp_path / "spark", [*BELT, stages, "engine=spark"], CRAWL)
     assert_same_output(tmp_path / "ray", tmp_path / "spark")
+    assert manifest["counts"]["rejected_by_reason"].get("edu:below_threshold")  # it judged some
 
 
 def test_a_gpu_no_node_has_is_refused_in_one_line_before_any_work(embedded_ray):
@@ -296,6 +407,30 @@ def test_a_gpu_no_node_has_is_refused_in_one_line_before_any_work(embedded_ray):
 def test_a_bad_scorer_entry_is_refused_naming_its_key(classifier, settings, message, tmp_path):
     with pytest.raises(ConfigError, match=message):
         load_config(str(CONFIGS / "local.yaml"), overrides=[entry(classifier, **settings)], output=str(tmp_path / "o"))
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"int_range": [5, 0]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, got \[5, 0\]$"),
+        ({"int_range": [0]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, got \[0\]$"),
+        ({"int_range": [0, 5.5]}, r"stages\[4\]\.int_range\[1\]: expected int, got float 5\.5"),
+        ({"int_range": "0..5"}, r"stages\[4\]\.int_range: expected a list, got str '0\.\.5'"),
+        ({"int_threshold": 2.5}, r"stages\[4\]\.int_threshold: expected int, got float 2\.5"),
+        ({"int_threshold": 3, "threshold": 2.5}, r"stages\[4\]\.int_threshold: give threshold \(on score_hq\) or int_threshold \(on int_score_hq\), not both$"),
+        ({"int_range": [0, 5], "int_threshold": 6}, r"stages\[4\]\.int_threshold: 6 is outside int_range \[0, 5\] \(every int_score_hq is in it, so it would keep every document or none\)$"),
+    ],
+)  # fmt: skip
+def test_a_bad_int_range_or_int_threshold_is_refused_naming_its_key(regression, settings, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        load_config(str(CONFIGS / "local.yaml"), overrides=[entry(regression, **settings)], output=str(tmp_path / "o"))
+
+
+def test_int_range_on_a_classifier_is_refused_in_one_line(classifier, tmp_path):
+    with pytest.raises(
+        ConfigError, match=r"^stages\[4\]\.int_range: '.*' is a classifier, which adds label_hq, no int "
+    ):
+        load_config(str(CONFIGS / "local.yaml"), overrides=[entry(classifier, int_range=[0, 5])], output=str(tmp_path))
 
 
 def test_gpus_on_spark_are_refused_in_one_line(classifier, tmp_path):

@@ -1,6 +1,7 @@
 """Small real Hugging Face models for the tests: a two-layer BERT whose WordPiece tokenizer is trained on local
 text, bare (an encoder) or with a classification or regression head trained for a few steps on the bundled
-good and bad examples (configs/classifier). Built in about a second; nothing comes from a hub."""
+good and bad examples (configs/classifier), and a two-layer GPT-2 regression head whose tokenizer has no pad
+token. Built in about a second each; nothing comes from a hub."""
 
 from __future__ import annotations
 
@@ -53,6 +54,65 @@ def bert_scorer(folder: Path, regression: bool = False, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def gpt2_scorer(folder: Path, seed: int = 0) -> Path:
+    """A two-layer GPT-2 regression head (1 for good examples, 0 for bad) whose byte-level BPE tokenizer has an
+    end token and no pad token, and whose config names none, as OpenAI's GPT-2 is saved: the head reads the last
+    token (GPT2ForSequenceClassification pools the last token that is not padding). Trained in one right-padded
+    batch, padded with the end token, as transformers' recipe for GPT-2 classification does."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2ForSequenceClassification, PreTrainedTokenizerFast
+
+    good, bad = examples()
+    words = Tokenizer(models.BPE())
+    words.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    words.decoder = decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet)
+    words.train_from_iterator(good + bad, trainer)
+    end = "<|endoftext|>"
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, bos_token=end, eos_token=end, unk_token=end)
+    end_id = words.token_to_id(end)
+    config = GPT2Config(
+        vocab_size=words.get_vocab_size(), n_positions=128, n_embd=32, n_layer=2, n_head=2, id2label={0: "score"},
+        label2id={"score": 0}, problem_type="regression", bos_token_id=end_id, eos_token_id=end_id, pad_token_id=end_id,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = GPT2ForSequenceClassification(config)
+    rows = tokenizer(good + bad, truncation=True, max_length=128)["input_ids"]
+    width = max(map(len, rows))
+    ids = torch.tensor([row + [end_id] * (width - len(row)) for row in rows])
+    mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
+    targets = torch.tensor([1.0] * len(good) + [0.0] * len(bad))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(30):
+        optimizer.zero_grad()
+        model(input_ids=ids, attention_mask=mask, labels=targets).loss.backward()
+        optimizer.step()
+    model.train(False)
+    model.config.pad_token_id = None  # saved as GPT-2 is: no pad token anywhere
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def rescaled_head(folder: Path, out: Path, scale: float, shift: float) -> Path:
+    """A copy of a BERT regression folder whose head outputs `scale * score + shift` (its classifier's weights
+    scaled, its bias scaled and shifted): a head on FineWeb-Edu's 0 to 5 scale, or, with scale 0, one whose every
+    score is exactly `shift` (a float32)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(folder, out)
+    weights = load_file(out / "model.safetensors")
+    weights["classifier.weight"] = weights["classifier.weight"] * scale
+    weights["classifier.bias"] = weights["classifier.bias"] * scale + shift
+    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
+    return out
 
 
 def bert_parts(
