@@ -273,7 +273,8 @@ def _paragraph_dedup(filter_stats: dict, per_file: list[dict]) -> dict:
     chars, chars_removed = sum(f["chars"] for f in per_file), sum(f["chars_removed"] for f in per_file)
     top: Counter[str] = Counter()
     for f in per_file:
-        top.update(dict(f["top"]))
+        for text, removed in f["top"]:  # one text may come twice: lines that differ only in their spacing
+            top[text] += removed
     return {
         **filter_stats,
         **totals,

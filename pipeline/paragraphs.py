@@ -529,12 +529,13 @@ class RemovedCounts:
         self.hashes, self.counts, self.first = self.hashes[chosen], self.counts[chosen], self.first[chosen]
 
     def most_common(self, n: int, texts: pa.ChunkedArray) -> list[tuple[str, int]]:
-        """The `n` most removed, each as its first occurrence's text, stripped, of `texts` (the file's rows)."""
+        """The `n` most removed, each as its first occurrence's words, of `texts` (the file's rows)."""
         top = []
         for k in self._ranked()[:n]:
             row, start, end = self.first[k]
             line = texts[int(row)].as_py().encode()[start:end].decode()
-            top.append((line.strip()[:SHOWN_CHARS], int(self.counts[k])))
+            # as the exact mode keys it (its words, one space between), so spacing variants count as one
+            top.append((" ".join(line.split())[:SHOWN_CHARS], int(self.counts[k])))
         return top
 
 

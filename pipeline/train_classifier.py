@@ -612,6 +612,7 @@ def _encoder_parts(encoder: str, head: dict):
         config = AutoConfig.from_pretrained(encoder, local_files_only=True, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(encoder, local_files_only=True, trust_remote_code=False)
         model_files.pad_with_end_token(tokenizer)
+        tokenizer.padding_side = "right"  # as the scorer pads: each text keeps the positions it has alone
         model_files.check_token_ids(tokenizer, rows)
     except model_files.ModelFolderError as error:
         raise TrainingError(f"--encoder: {encoder}: {error}") from None

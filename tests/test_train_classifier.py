@@ -6,6 +6,7 @@ one line, and the README's commands as written. The real labelled text is the ma
 from __future__ import annotations
 
 import json
+import shutil
 import random
 import re
 import signal
@@ -104,6 +105,16 @@ def test_a_transformers_head_from_labelled_records_and_from_scores(tmp_path, par
     assert metrics(tmp_path / "edu2") == metrics(tmp_path / "edu")
     weights = "model.safetensors"
     assert (tmp_path / "edu2" / weights).read_bytes() == (tmp_path / "edu" / weights).read_bytes(), again.stderr
+    # an encoder whose tokenizer was saved padding on the left trains as the scorer scores: padded on the right
+    left = shutil.copytree(encoder, tmp_path / "left")
+    settings = json.loads((left / "tokenizer_config.json").read_text()) | {"padding_side": "left"}
+    (left / "tokenizer_config.json").write_text(json.dumps(settings))
+    rated[rated.index("32")] = "256"  # texts of different lengths: batches are padded
+    padded_right = cli("train-classifier", *rated, "--out", str(tmp_path / "right"))
+    rated[rated.index(str(encoder))] = str(left)
+    padded_left = cli("train-classifier", *rated, "--out", str(tmp_path / "left-head"))
+    assert padded_right.returncode == 0 and padded_left.returncode == 0, padded_left.stderr
+    assert (tmp_path / "left-head" / weights).read_bytes() == (tmp_path / "right" / weights).read_bytes()
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
