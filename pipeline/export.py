@@ -10,9 +10,9 @@ are complete, so that they hold the same sequences in the same order.
                sample without its padding, as MDSWriter(columns={"tokens": "ndarray:uint16"}) writes them
 
     nanotron   tokens/nanotron/tokens.ds + .ds.index + .ds.metadata: datatrove's tokenized format, which
-               nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size),
-               and tokens/nanotron/tokenizer/, the tokenizer as transformers' AutoTokenizer loads it, which
-               the metadata names as nanotron's NanosetDatasetsArgs reads it
+               nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size);
+               the metadata names tokens/, the run's tokenizer folder (pipeline/tokens.py's
+               write_tokenizer_config), as nanotron's NanosetDatasetsArgs loads it with AutoTokenizer
     huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
                let datasets.load_dataset("OUT", "docs") and ("OUT", "tokens") read the Parquet files
 
@@ -49,10 +49,11 @@ FORMATS = ("parquet", "megatron", "mds", "nanotron", "huggingface")
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 MDS_SIZE_LIMIT = 1 << 26  # MDSWriter's default: a shard closes before it would pass 64 MiB
-# The tokenizer folder that .ds.metadata names, as a path from the output folder: nanotron passes the name to
-# AutoTokenizer.from_pretrained as it is (relative to its working directory), and an output is moved (built in
-# _work/, uploaded, copied to a cluster), so an absolute path would name a folder that is gone.
-NANOTRON_TOKENIZER = "tokens/nanotron/tokenizer"
+# The tokenizer folder that .ds.metadata names, as a path from the output folder: tokens/, where tokenizer.json
+# and its tokenizer_config.json are. nanotron passes the name to AutoTokenizer.from_pretrained as it is (relative
+# to its working directory), and an output is moved (built in _work/, uploaded, copied to a cluster), so an
+# absolute path would name a folder that is gone.
+NANOTRON_TOKENIZER = "tokens"
 
 
 def write(
@@ -62,19 +63,17 @@ def write(
     drawn: DrawnDocuments,
     id_limit: int,
     eos_id: int,
-    special: dict[str, str],
 ) -> dict[str, list[dict]]:
     """Every format besides parquet: Megatron's from the drawn documents, the others from the shards (paths in
     `out`); returns, per format, the files written with their size and SHA-256. `id_limit`: the tokenizer's
-    largest id + 1, which the formats' id width holds; `special`: the tokenizer's special tokens as
-    transformers names them (eos_token, and pad_token if it has one)."""
+    largest id + 1, which the formats' id width holds."""
     written = {}
     if "megatron" in formats:
         written["megatron"] = megatron(out, drawn, id_limit, eos_id)
     if "mds" in formats:
         written["mds"] = mds(out, shards, id_limit)
     if "nanotron" in formats:
-        written["nanotron"] = nanotron(out, shards, id_limit, eos_id) + hf_tokenizer(out, NANOTRON_TOKENIZER, special)
+        written["nanotron"] = nanotron(out, shards, id_limit, eos_id)
     return written
 
 
@@ -207,8 +206,8 @@ def nanotron(out: Path, shards: list[str], id_limit: int, eos_id: int) -> list[d
     vocabulary fits, else uint32), whose reader cuts windows of seq_len + 1 ids: each window one of our
     sequences, so a padded sequence keeps its padding; `.index`, the end of each document (after its end
     token) as uint64 positions in the file, from which the reader numbers the positions within documents;
-    `.metadata`, "tokenizer|token size", then the token count: the tokenizer is the folder written beside it
-    (hf_tokenizer), which nanotron's NanosetDatasetsArgs loads with AutoTokenizer.from_pretrained(name)."""
+    `.metadata`, "tokenizer|token size", then the token count: the tokenizer is tokens/, the run's tokenizer
+    folder, which nanotron's NanosetDatasetsArgs loads with AutoTokenizer.from_pretrained(name)."""
     folder = out / "tokens" / "nanotron"
     folder.mkdir(parents=True, exist_ok=True)
     dtype = token_dtype(id_limit)  # datatrove's: uint16 where every id fits, else uint32
@@ -231,24 +230,6 @@ def nanotron(out: Path, shards: list[str], id_limit: int, eos_id: int) -> list[d
     write_atomic(folder / "tokens.ds.index", index.astype("<u8").tobytes())
     write_atomic(folder / "tokens.ds.metadata", f"{NANOTRON_TOKENIZER}|{dtype.itemsize}\n{written}\n")
     return [described(out, folder / name) for name in ("tokens.ds", "tokens.ds.index", "tokens.ds.metadata")]
-
-
-def hf_tokenizer(out: Path, path: str, special: dict[str, str]) -> list[dict]:
-    """A folder (`path` in the output) that transformers' AutoTokenizer.from_pretrained loads as a
-    PreTrainedTokenizerFast (4.x and 5.x): the run's tokenizer.json as it is, and its special tokens, so that
-    eos_token_id is the run's end token. No decoding clean-up, which would change spaces before punctuation:
-    it decodes as tokenizer.json does."""
-    folder = out / path
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False} | special
-    files: dict[str, bytes | str] = {
-        "tokenizer.json": (out / "tokens" / "tokenizer.json").read_bytes(),
-        "tokenizer_config.json": json.dumps(config, indent=2, sort_keys=True) + "\n",
-        "special_tokens_map.json": json.dumps(special, indent=2, sort_keys=True) + "\n",
-    }
-    for name, data in files.items():
-        write_atomic(folder / name, data)
-    return [described(out, folder / name) for name in files]
 
 
 def described(out: Path, path: Path) -> dict:

@@ -294,7 +294,7 @@ def add_tokens(out: Path, manifest: dict, result: dict, seconds: float, wall_sec
     for step, step_seconds in result["seconds"].items():
         manifest["stages"][step] = {"seconds": round(step_seconds, 3)}
     manifest["stages"]["tokens_pass"] = {"seconds": round(seconds, 3)}
-    manifest["outputs"]["tokens"] = [result["tokens"]["tokenizer"]] + [
+    manifest["outputs"]["tokens"] = [f["path"] for f in result["tokens"]["tokenizer_files"]] + [
         shard["path"] for shard in result["tokens"]["shards"]
     ]
     for name, files in result["tokens"]["exports"].items():

@@ -1,7 +1,8 @@
 """The mixture and tokens pass: curated documents to a weighted mixture of sources, packed into shuffled,
 fixed-length token sequences.
 
-    tokenizer   train a byte-level BPE on the curated documents in the fixed order (driver), or load one
+    tokenizer   train a byte-level BPE on the curated documents in the fixed order (driver), or load one;
+                tokens/ is then the tokenizer's folder, as transformers' AutoTokenizer loads it
     encode      every curated document once, encode_batch per batch on the workers, to _work/encoded
     mixture     token counts per document -> passes per source -> the documents drawn (driver)
     pack        each drawn document cut into pieces of its sequences (workers), grouped by shard,
@@ -42,6 +43,8 @@ from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, id_limit, stream_layout, token_dtype, train_bpe
 
 log = logging.getLogger("crawlbelt")
+# tokens/ as a tokenizer folder: what the manifest lists of it (write_tokenizer_config).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 SHARD_SCHEMA = pa.schema(
     [("shard", pa.int64()), ("sequences", pa.int64()), ("counts", pa.string()), ("write_error", pa.string())]
 )
@@ -95,6 +98,18 @@ def prepare_tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Pa
         # Written by Python, not Tokenizer.save (same bytes): a full disk is then an OSError with its errno.
         write_atomic(target, trained.to_str(pretty=True))
     return target.read_text()
+
+
+def write_tokenizer_config(tokens_dir: Path, special: dict[str, str]) -> None:
+    """tokenizer_config.json and special_tokens_map.json beside tokenizer.json, so that tokens/ is the folder
+    transformers' AutoTokenizer.from_pretrained loads as a PreTrainedTokenizerFast (4.x reads the special tokens
+    from special_tokens_map.json, 5.x from tokenizer_config.json), whose eos_token is the run's end token: a
+    tokenizer.json alone names none, and Megatron-LM's HuggingFaceTokenizer takes its eod from it. The pad token
+    where the tokenizer has one (LLM Foundry's collator masks it). No decoding clean-up, which would change
+    spaces before punctuation: it decodes as tokenizer.json does."""
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False} | special
+    write_atomic(tokens_dir / "tokenizer_config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    write_atomic(tokens_dir / "special_tokens_map.json", json.dumps(special, indent=2, sort_keys=True) + "\n")
 
 
 _encoders: dict[tuple[str, str], DocumentEncoder] = {}
@@ -260,6 +275,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Tokenizer: trained on every curated document in the fixed order (deterministic), or the given one.
     with _timed(seconds, "tokenizer"):
         tokenizer = _tokenizer(config, curated, out / "tokens", pad)
+        write_tokenizer_config(out / "tokens", special_tokens(config, tokenizer))
     log.info(
         "tokenizer: %s, %d ids (%s), encoded with %s, %.1f s",
         "given" if config.tokenizer.path else "trained byte-level BPE",
@@ -325,16 +341,13 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
     # Megatron's holds the drawn documents themselves, from the encoded files: GPTDataset packs them itself.
     with _timed(seconds, "export"):
         shards = [r["path"] for r in shard_rows]
-        special = special_tokens(config, tokenizer)
         drawn = export.DrawnDocuments(
             draw_order(mixture.occurrences, config.mixture.seed, config.packing.shuffle),
             n_tokens,
             file_of,
             encoded_files,
         )
-        exports = export.write(
-            out, config.packing.formats, shards, drawn, tokenizer.id_limit, tokenizer.eos_id, special
-        )
+        exports = export.write(out, config.packing.formats, shards, drawn, tokenizer.id_limit, tokenizer.eos_id)
         shutil.rmtree(out / "_work" / "encoded", ignore_errors=True)
     for name, files in exports.items():
         log.info("export: %s, %s", name, ", ".join(f"{f['path']} ({f['bytes']:,} bytes)" for f in files))
@@ -364,6 +377,7 @@ def run(config: Config, out: Path, curated: list[CuratedFile]) -> dict:
             "pad_id": tokenizer.pad_id,
             "dtype": tokenizer.dtype.name,
             "tokenizer": "tokens/tokenizer.json",
+            "tokenizer_files": [export.described(out, out / "tokens" / name) for name in TOKENIZER_FILES],
             "encoded_with": tokenizer.engine,
             "remainder": config.packing.remainder,
             "shuffled": config.packing.shuffle,
@@ -415,7 +429,7 @@ def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad
 
 
 def special_tokens(config: Config, tokenizer: Tokenizer) -> dict[str, str]:
-    """The tokenizer's special tokens as transformers names them, for the exports' tokenizer folders: the end
+    """The tokenizer's special tokens as transformers names them, for its tokenizer_config.json: the end
     token, and the pad token where the tokenizer holds it (a given one may not: its users then pick one)."""
     special = {"eos_token": config.tokenizer.eos_token}
     if tokenizers.Tokenizer.from_str(tokenizer.json).token_to_id(config.tokenizer.pad_token) is not None:

@@ -155,10 +155,14 @@ def test_megatron_cores_gpt_dataset_packs_the_documents_with_an_end_token_at_eve
     assert junctions >= len(documents) - 1  # every document's end is inside some sample
 
 
-def test_megatrons_hugging_face_tokenizer_loads_the_runs_tokenizer_as_the_readme_points_it(exported):
+def test_megatrons_hugging_face_tokenizer_loads_the_runs_tokenizer_and_end_id_as_the_readme_points_it(exported):
     """--tokenizer-type HuggingFaceTokenizer --tokenizer-model OUT/tokens: megatron-core's own class over the folder
-    (AutoTokenizer reads its tokenizer.json) has the run's vocabulary and encodes as the run did."""
-    pytest.importorskip("transformers", reason="the classify extra (transformers)")
+    (AutoTokenizer reads its tokenizer.json and tokenizer_config.json) has the run's vocabulary, encodes as the run
+    did, and its eod (what --reset-position-ids, --reset-attention-mask and --eod-mask-loss take as the end
+    token) is the run's end id: megatron-core's HuggingFaceTokenizer.eod is the id of the AutoTokenizer's
+    eos_token, Megatron-LM's own _HuggingFaceTokenizer.eod its eos_token_id (megatron/training/tokenizer/
+    tokenizer.py at NVIDIA/Megatron-LM 00ee96672c1b, not in the megatron-core wheel: its one line is run here)."""
+    transformers = pytest.importorskip("transformers", reason="the classify extra (transformers)")
     libraries = pytest.importorskip("megatron.core.tokenizers.text.libraries", reason="the export extra")
     from tokenizers import Tokenizer
 
@@ -167,6 +171,9 @@ def test_megatrons_hugging_face_tokenizer_loads_the_runs_tokenizer_as_the_readme
     assert tokenizer.vocab_size == manifest["tokens"]["vocab_size"]
     text = pq.read_table(next((out / "docs").glob("part-*.parquet")))["text"][0].as_py()
     assert tokenizer.text_to_ids(text) == Tokenizer.from_file(str(out / "tokens" / "tokenizer.json")).encode(text).ids
+    eos, pad = manifest["tokens"]["eos_id"], manifest["tokens"]["pad_id"]
+    assert tokenizer.eod == tokenizer.eos_id == eos and tokenizer.pad_id == pad
+    assert transformers.AutoTokenizer.from_pretrained(str(out / "tokens")).eos_token_id == eos  # Megatron-LM's eod
 
 
 def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
@@ -183,6 +190,13 @@ def test_the_manifest_lists_each_file_with_its_size_and_checksum(exported):
     assert manifest["tokens"]["formats"] == ["parquet", "megatron", "mds", "nanotron", "huggingface"]
     assert json.loads((out / "manifest.json").read_text())["tokens"]["exports"] == manifest["tokens"]["exports"]
     assert "megatron (tokens/megatron/tokens.bin, tokens/megatron/tokens.idx)" in (out / "report.html").read_text()
+    # tokens/ as a tokenizer folder: tokenizer.json and the two files that make AutoTokenizer read its end token
+    tokenizer_files = manifest["tokens"]["tokenizer_files"]
+    assert [f["path"] for f in tokenizer_files] == [f"tokens/{name}" for name in HF_TOKENIZER_FILES]
+    for f in tokenizer_files:
+        data = (out / f["path"]).read_bytes()
+        assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
+    assert manifest["outputs"]["tokens"][:3] == [f["path"] for f in tokenizer_files]
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +260,9 @@ def test_llm_foundry_with_the_readmes_settings_trains_on_every_token_of_every_sa
     seq_len = manifest["tokens"]["seq_len"]
     # the README's settings are for the default packing.seq_len: max_seq_len is one more, the model's too
     assert dataset["max_seq_len"] == settings["model"]["max_seq_len"] == PackingConfig.seq_len + 1
-    tokenizer = transformers.AutoTokenizer.from_pretrained(out / settings["tokenizer"]["name"].removeprefix("OUT/"))
+    assert settings["tokenizer"]["name"] == "OUT/tokens"  # the run's tokenizer folder, whatever the formats
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out / "tokens")
+    assert tokenizer.pad_token_id == manifest["tokens"]["pad_id"] != manifest["tokens"]["eos_id"]
     expected = [list(zip(sample[:-1], sample[1:])) for sample in mds_samples]  # every next token of each sample
     assert any(len(sample) < seq_len + 1 for sample in mds_samples)  # a padded one too: the collator pads it
     assert trained_pairs(*llm_foundry_targets(mds_samples, seq_len + 1, tokenizer)) == expected
@@ -304,14 +320,14 @@ def test_nanotron_loads_the_export_folder_and_its_tokenizer_as_they_are_after_a_
     dataset_module = pytest.importorskip("datatrove.utils.dataset", reason="the export extra (datatrove)")
     out, manifest = exported
     moved = tmp_path / "moved"  # the output elsewhere: nanotron is run in it, as the README says
-    shutil.copytree(out / "tokens" / "nanotron", moved / "tokens" / "nanotron")
+    shutil.copytree(out / "tokens", moved / "tokens", ignore=shutil.ignore_patterns("part-*", "megatron", "mds"))
     monkeypatch.chdir(moved)
     settings = readme_yaml("nanotron's config")
     folder = settings["data_stages"][0]["data"]["dataset"]["dataset_folder"]
     assert settings["tokens"]["sequence_length"] == PackingConfig.seq_len  # its windows: seq_len + 1 ids
     args = nanoset_dataset_args(folder)
     # Config.__post_init__: the tokenizer given in the config must be the name the metadata holds
-    assert args["tokenizer_name"] == settings["tokenizer"]["tokenizer_name_or_path"] == "tokens/nanotron/tokenizer"
+    assert args["tokenizer_name"] == settings["tokenizer"]["tokenizer_name_or_path"] == "tokens"
     tokenizer = transformers.AutoTokenizer.from_pretrained(args["tokenizer_name"])  # run_train.py, as nanotron
     assert len(tokenizer) == args["vocab_size"] == manifest["tokens"]["vocab_size"]  # run_train.py's check
     assert (
@@ -335,10 +351,8 @@ def test_nanotron_loads_the_export_folder_and_its_tokenizer_as_they_are_after_a_
     )
     assert [dataset[i]["input_ids"].tolist() for i in range(len(dataset))] == [row["tokens"] for row in rows]
     files = manifest["tokens"]["exports"]["nanotron"]
-    assert {f["path"] for f in files} >= {f"tokens/nanotron/tokenizer/{name}" for name in HF_TOKENIZER_FILES}
-    for f in files:
-        data = (out / f["path"]).read_bytes()
-        assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest()
+    assert [f["path"] for f in files] == [f"tokens/nanotron/tokens.ds{end}" for end in ("", ".index", ".metadata")]
+    assert not (out / "tokens" / "nanotron" / "tokenizer").exists()  # the one tokenizer folder is tokens/
 
 
 def test_hugging_face_datasets_loads_the_docs_and_tokens_by_the_card(exported, tmp_path, monkeypatch):
@@ -453,8 +467,9 @@ def test_formats_without_parquet_write_the_same_sequences_and_no_parquet_shards(
     only = tmp_path / "only"
     manifest = run_here(CONFIGS / "local.yaml", only, [*SETTINGS, "packing.formats=[megatron, mds]"], CRAWL)
     assert_complete(only)
-    assert sorted(p.name for p in (only / "tokens").iterdir()) == ["mds", "megatron", "tokenizer.json"]
-    assert manifest["tokens"]["shards"] == [] and manifest["outputs"]["tokens"] == ["tokens/tokenizer.json"]
+    assert sorted(p.name for p in (only / "tokens").iterdir()) == sorted(["mds", "megatron", *HF_TOKENIZER_FILES])
+    assert manifest["tokens"]["shards"] == []
+    assert manifest["outputs"]["tokens"] == [f"tokens/{name}" for name in HF_TOKENIZER_FILES]
     assert manifest["tokens"]["sequences"] == full["tokens"]["sequences"]
     for name in ("megatron", "mds"):  # the same sequences as beside the Parquet shards
         assert manifest["tokens"]["exports"][name] == full["tokens"]["exports"][name]

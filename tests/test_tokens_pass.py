@@ -134,6 +134,11 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
 
     tokens = run["tokens"]
     assert tokens["eos_id"] == tokens["pad_id"] == Tokenizer.from_file(str(given)).token_to_id("</s>")
+    # tokens/ names the given end token for AutoTokenizer, and no pad token: the tokenizer has none
+    folder = tmp_path / "mixed" / "tokens"
+    assert json.loads((folder / "special_tokens_map.json").read_text()) == {"eos_token": "</s>"}
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert config["eos_token"] == "</s>" and "pad_token" not in config
     shards = shard_table(tmp_path / "mixed", run)
     sources = shards["source"].to_pylist()
     for name in ("small", "large"):
@@ -156,6 +161,9 @@ def test_weighted_curated_sources_repeat_with_a_warning(stream_run, tmp_path, ca
     assert (
         any(from_small[:half]) and not all(from_small[:half]) and any(from_small[half:]) and not all(from_small[half:])
     )
+    transformers = pytest.importorskip("transformers", reason="the classify extra (transformers)")
+    loaded = transformers.AutoTokenizer.from_pretrained(folder)
+    assert loaded.eos_token_id == tokens["eos_id"] and loaded.pad_token is None
 
 
 def test_a_given_tokenizers_truncation_padding_and_normalized_specials_stay_out_of_the_shards(
