@@ -142,6 +142,7 @@ def test_the_users_own_mistakes_are_one_line_errors(tmp_path):
         belt.prepare_output(Path("/proc/crawlbelt-out"))  # a read-only file system, even for root
 
 
+@pytest.mark.slow  # about 15 s or more side by side: out of the quick loop
 def test_one_belt_run_over_the_whole_catalogue_keeps_the_ledger(embedded_ray, tmp_path):
     files = sorted(str(BAD / name) for name in EXPECTED)
     config = load_config(

@@ -38,6 +38,7 @@ def test_crawl_sample_warc_is_reproducible(tmp_path):
     assert (tmp_path / "crawl_sample.warc").read_bytes() == (CONFIGS / "crawl_sample.warc").read_bytes()
 
 
+@pytest.mark.slow  # about 15 s or more side by side: out of the quick loop
 def test_dry_run_gives_the_expected_table(tmp_path):
     config = load_config(str(CONFIGS / "crawl_sample.yaml"), output=str(tmp_path / "dry"))
     manifest = belt.run(config)

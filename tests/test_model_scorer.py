@@ -268,6 +268,7 @@ def test_the_documented_scorer_runs_as_written_and_its_gpu_is_refused_here(tmp_p
     assert manifest["stages"]["edu"]["rows_in"] >= len(docs) > 0
 
 
+@pytest.mark.slow  # about 15 s or more side by side: out of the quick loop
 def test_a_rerun_redoes_only_the_files_without_a_part_of_the_scorer_step(tmp_path, embedded_ray, classifier):
     """What a run killed in the scorer's step leaves: every file through the other stages, some through the
     scorer. The rerun scores only the others, and their parts are the ones an unbroken run writes."""

@@ -54,6 +54,7 @@ def metrics(folder):
     return json.loads((folder / "metrics.json").read_text())
 
 
+@pytest.mark.slow  # about 15 s or more side by side: out of the quick loop
 def test_fasttext_from_reference_and_crawl_files_is_good_held_out_and_the_same_twice(tmp_path, paragraphs):
     english = write_lines(tmp_path / "en.txt", paragraphs["en"])
     other = write_lines(tmp_path / "other.txt", paragraphs["other"])
@@ -305,6 +306,7 @@ def test_label_metrics_match_a_count_by_hand():
     assert auc([True, False, True, False], np.array([0.5, 0.5, 0.9, 0.1])) == pytest.approx(0.875)  # a tie is half
 
 
+@pytest.mark.slow  # about 15 s or more side by side: out of the quick loop
 def test_data_reads_only_its_columns_and_jsonl_as_the_belt_does(tmp_path):
     """A Parquet file of 2 KB whose unused column inflates to 4 GB reads in a few MB; .jsonl.gz, .ndjson and
     .json are JSON lines, gzip and zstd told by their bytes."""
@@ -336,6 +338,7 @@ def test_data_reads_only_its_columns_and_jsonl_as_the_belt_does(tmp_path):
     assert done.returncode == 0 and metrics(tmp_path / "out2")["trained_on"] == 5, done.stderr
 
 
+@pytest.mark.slow  # about 15 s or more side by side: out of the quick loop
 def test_out_is_replaced_only_when_it_is_a_model_folder_it_wrote(tmp_path):
     good, bad = (write_lines(tmp_path / f"{tag}.txt", [words(i, tag) for i in range(6)]) for tag in ("g", "b"))
     args = ["train-classifier", "--kind", "fasttext", "--positive", good, "--negative", bad, "--out"]
