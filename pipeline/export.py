@@ -278,7 +278,8 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "",
         "## Tokens",
         "",
-        f"`tokens/tokenizer.json` ({tokens['vocab_size']:,} ids, end token {tokens['eos_id']}); "
+        f"`tokens/tokenizer.json` ({tokens['vocab_size']:,} ids, end token {tokens['eos_id']}; "
+        "`transformers.AutoTokenizer.from_pretrained` loads the folder `tokens/`); "
         f"{tokens['sequences']:,} sequences of {tokens['seq_len'] + 1} {tokens['dtype']} ids"
         + (
             " in `tokens/part-*.parquet` (config `tokens`: `tokens`, `source`, `length`), "
