@@ -36,37 +36,29 @@ class RunCollector(Collector):
 
 
 def families(snapshot: dict) -> Iterator[Metric]:
-    counts = snapshot["counts"]
+    counts, stages = snapshot["counts"], snapshot["counts"]["stages"]
     yield _counter("records_read", "Records the filter pass read (finished input files)", counts["records_read"])
     yield _counter("bytes_read", "Input bytes of the files the filter pass finished", counts["bytes_read"])
-    documents_in = CounterMetricFamily(f"{PREFIX}_stage_documents_in", "Documents a stage judged", labels=["stage"])
-    rejected = CounterMetricFamily(f"{PREFIX}_stage_documents_rejected", "Documents a stage rejected", labels=["stage"])
-    for stage, row in counts["stages"].items():
-        documents_in.add_metric([stage], row["rows_in"])
-        rejected.add_metric([stage], row["rejected"])
-    yield documents_in
-    yield rejected
-    by_reason = CounterMetricFamily(f"{PREFIX}_documents_rejected", "Documents rejected, by reason", labels=["reason"])
-    for reason, n in counts["rejected_by_reason"].items():
-        by_reason.add_metric([reason], n)
-    yield by_reason
-    not_documents = CounterMetricFamily(f"{PREFIX}_not_documents", "Records that are no document", labels=["reason"])
-    for reason, n in counts["not_documents"].items():
-        not_documents.add_metric([reason], n)
-    yield not_documents
-    yield _gauge("documents_kept", "Documents kept so far (final once finalize has run)", counts["kept"])
-    cpu = CounterMetricFamily(
-        f"{PREFIX}_stage_cpu_seconds", "Seconds of stage work, summed over workers", labels=["stage"]
+    yield _by(
+        "stage_documents_in", "Documents a stage judged", "stage", {s: row["rows_in"] for s, row in stages.items()}
     )
-    for stage, seconds in snapshot["cpu_seconds"].items():
-        cpu.add_metric([stage], seconds)
-    yield cpu
-    errors = CounterMetricFamily(f"{PREFIX}_errors", "Warnings and errors the run logged", labels=["level"])
-    for level, n in snapshot["errors"].items():
-        errors.add_metric([level], n)
-    yield errors
+    rejected = {s: row["rejected"] for s, row in stages.items()}
+    yield _by("stage_documents_rejected", "Documents a stage rejected", "stage", rejected)
+    yield _by("documents_rejected", "Documents rejected, by reason", "reason", counts["rejected_by_reason"])
+    yield _by("not_documents", "Records that are no document", "reason", counts["not_documents"])
+    yield _gauge("documents_kept", "Documents kept so far (final once finalize has run)", counts["kept"])
+    yield _by("stage_cpu_seconds", "Seconds of stage work, summed over workers", "stage", snapshot["cpu_seconds"])
+    yield _by("errors", "Warnings and errors the run logged", "level", snapshot["errors"])
     yield _gauge("run_complete", "1 once the run has completed", snapshot["state"] == "complete")
     yield from pass_families(snapshot["pass"])
+
+
+def _by(name: str, text: str, label: str, values: dict[str, float]) -> Metric:
+    """A counter with one sample per value of `label`."""
+    family = CounterMetricFamily(f"{PREFIX}_{name}", text, labels=[label])
+    for key, value in values.items():
+        family.add_metric([key], value)
+    return family
 
 
 def pass_families(now: dict | None) -> Iterator[Metric]:

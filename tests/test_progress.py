@@ -8,7 +8,6 @@ import json
 import re
 import socket
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
