@@ -32,12 +32,14 @@ from pipeline import (
     filtering,
     finalize,
     paragraphs,
+    progress,
     report,
     scores,
     storage,
     tokens,
 )
 from pipeline.config import Config
+from pipeline.spec import stage_names
 from pipeline.runlog import RUN_LOG, RunLog
 
 log = logging.getLogger("crawlbelt")
@@ -79,6 +81,20 @@ def run_into(config: Config, out: Path, kind: str, run_log: RunLog) -> dict:
     itself, and a run that fails fails at once."""
     files = filtering.input_files(config)
     fingerprint = filtering.fingerprint(config, files)
+    tracker = progress.Tracker(stage_names(config))
+    with progress.Reporter(config, tracker, out / "_work"):  # the console's progress line, metrics.port
+        return _run_attempts(config, files, fingerprint, out, kind, run_log, tracker)
+
+
+def _run_attempts(
+    config: Config,
+    files: list[tuple[str, str]],
+    fingerprint: str,
+    out: Path,
+    kind: str,
+    run_log: RunLog,
+    tracker: progress.Tracker,
+) -> dict:
     engine.start(config)  # before anything is written: on Ray, a task no node fits would wait for ever
     prepare_output(out, fingerprint, kind)
     run_log.open(out / "_work" / RUN_LOG)
@@ -90,7 +106,7 @@ def run_into(config: Config, out: Path, kind: str, run_log: RunLog) -> dict:
                 started = time.time()
             lost_before = set(watch.lost)
             try:
-                return _belt(config, files, out, watch, started, kind, run_log)
+                return _belt(config, files, out, watch, started, kind, run_log, tracker)
             except OutputError:
                 raise
             except Exception as error:
@@ -124,6 +140,7 @@ def _belt(
     started: float,
     kind: str,
     run_log: RunLog,
+    tracker: progress.Tracker,
 ) -> dict:
     work = out / "_work"
     build = work / "output"  # the new output, moved into `out` once complete
@@ -135,10 +152,16 @@ def _belt(
     if files:
         # Filter pass: every record of every file, through the per-document stages, one Parquet part per file.
         t = time.perf_counter()
+        sizes = progress.file_sizes([path for path, _ in files], config.storage)
+        parts = progress.FinishedParts(work / "filtered", sizes)
+        tracker.begin_pass("filter", None, sum(sizes), parts)  # documents: estimated from bytes as files finish
         filter_seconds = filtering.run(config, files, work / "filtered")
         timings["filter_pass"] = time.perf_counter() - t
         watch.progress()
         filtered = work / "filtered"
+        tracker.poll()
+        tracker.add_cpu_seconds(filter_seconds["stages"])
+        survivors = progress.parquet_size(filtered)  # every later pass's documents and bytes
         log.info(
             "filter pass: %d records from %d files, %.1f s",
             filtering.rows_in(filtered),
@@ -148,6 +171,7 @@ def _belt(
 
         # Dedup pass: global comparisons over the documents every per-document stage kept.
         t = time.perf_counter()
+        tracker.begin_pass("dedup", *survivors)
         # Earlier outputs (dedup.against) take part through their index; this output's is written into `build`.
         deduped = dedup.run_pass(filtered, config.dedup, work, build / dedup_index.INDEX)
         verdicts, dedup_seconds = deduped.verdicts, deduped.seconds
@@ -157,6 +181,7 @@ def _belt(
         paragraph_dedup, paragraph_filter = None, None
         if config.dedup.paragraphs.enabled:  # paragraphs seen before leave the documents left
             t = time.perf_counter()
+            tracker.begin_pass("paragraphs", *survivors)
             settings = config.dedup.paragraphs
             paragraph_filter = paragraphs.run(filtered, verdicts, settings, config.dedup.shards, work)
             paragraph_dedup = {
@@ -174,7 +199,9 @@ def _belt(
             )
 
         # Finalize: apply the dedup verdicts, write docs/ and rejects/ per input file, count everything.
+        tracker.add_cpu_seconds(dedup_seconds)
         t = time.perf_counter()
+        tracker.begin_pass("finalize", *survivors)
         part_counts = finalize.write_parts(
             filtered,
             verdicts,
@@ -205,6 +232,7 @@ def _belt(
         scorers=scorers,
         paragraph_filter=paragraph_filter,
     )
+    tracker.counted(manifest)
     if files:
         for name, row in manifest["stages"].items():
             if "rows_in" in row:
@@ -218,9 +246,11 @@ def _belt(
 
     # Tokens pass: tokenizer, token counts, the weighted mixture, packed and shuffled token shards.
     t = time.perf_counter()
+    tracker.begin_pass("tokens", *progress.parquet_size(build / "docs"))
     result = tokens.run(config, build, tokens.curated_files(config, build, files))
     timings["tokens_pass"] = time.perf_counter() - t
     watch.progress()
+    tracker.end_pass()
     manifest = finalize.add_tokens(build, manifest, result, timings["tokens_pass"], wall_seconds=time.time() - started)
     if "huggingface" in config.packing.formats:  # the dataset card, from the complete manifest
         manifest["tokens"]["exports"]["huggingface"] = export.card(build, manifest)
@@ -232,6 +262,7 @@ def _belt(
 
     # Commit: the complete new output, its log too, replaces the earlier one.
     run_log.move(build / RUN_LOG)
+    progress.stop_writing()  # _work is removed next: progress.json goes with it
     storage.commit_local(build, out, work / "replaced")
     shutil.rmtree(work, ignore_errors=True)
     log.info("report: %s", out / "report.html")

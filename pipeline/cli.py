@@ -1,5 +1,5 @@
-"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `validate`, `submit`, `dry-run`, `report OUT_DIR`,
-`train CONFIG.yaml` and `plan`."""
+"""Command line: `python -m pipeline run CONFIG.yaml [...]`, `validate`, `submit`, `dry-run`, `status OUT_DIR`,
+`report OUT_DIR`, `train CONFIG.yaml` and `plan`."""
 
 from __future__ import annotations
 
@@ -155,6 +155,11 @@ def parse_args(argv):
     plan.add_argument("--save-seconds", type=POSITIVE, help="checkpoint save time C")
     plan.add_argument("--mtbf-hours", type=POSITIVE, help="mean time between failures M of the whole job")
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
+    status = commands.add_parser(
+        "status", help="where a run in progress stands (OUT_DIR/_work/progress.json), or a finished one's counts"
+    )
+    status.add_argument("out_dir", help="a run's output folder")
+    status.add_argument("--json", action="store_true", help="print the figures as JSON")
     report = commands.add_parser("report", help="write the HTML report of a finished run (OUT_DIR/report.html)")
     report.add_argument("out_dir", help="a run's output folder")
     report.add_argument("--output", help="where to write the page (default OUT_DIR/report.html)")
@@ -234,6 +239,10 @@ def command(argv=None) -> int:
         return train_command(args, sys.argv[2:] if argv is None else argv[1:])
     if args.command == "report":
         return write_report(args.out_dir, args.output)
+    if args.command == "status":
+        from pipeline.status import status_command
+
+        return status_command(args.out_dir, args.json)
     if args.command == "train-classifier":
         return train_classifier_command(args)
     if args.command == "validate":
@@ -256,6 +265,7 @@ def command(argv=None) -> int:
     logging.getLogger("crawlbelt").setLevel(logging.INFO)  # one line per stage and step, with counts
     logging.captureWarnings(True)  # Python's warnings as log lines: on the console and in run.log
     from pipeline import belt  # imports Ray: only once the config is known to be good
+    from pipeline.metrics import MetricsPortError
 
     reaper.start()  # before the engine: every process the run starts ends with it (pipeline/reaper.py)
     started = time.perf_counter()
@@ -273,6 +283,9 @@ def command(argv=None) -> int:
         return stopped_by_interrupt(config)
     except belt.OutputError as exc:
         print(with_log(f"output error: {exc}", exc), file=sys.stderr)
+        return 2
+    except MetricsPortError as exc:  # taken between validation and the run's start, before any work
+        print(f"config error: {exc}", file=sys.stderr)
         return 2
     except belt.NodeLostError as exc:
         print(with_log(f"crawlbelt: error: {exc}", exc), file=sys.stderr)

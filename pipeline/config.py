@@ -91,7 +91,9 @@ class RayConfig:
     address: str | None = None  # None: RAY_ADDRESS if set, else an embedded local Ray
     num_cpus: int | None = None  # embedded Ray only; None: all cores
     object_store_mb: int = 512  # embedded Ray only; Ray's default wants 30% of RAM in /dev/shm
-    progress_bars: bool | None = None  # Ray Data's progress bars; None: on when stderr is a terminal
+    # Ray Data's own bars; off: crawlbelt's progress line says the same per pass (pipeline/progress.py);
+    # None: on when stderr is a terminal
+    progress_bars: bool | None = False
     # After a node of the cluster is lost mid-run, the run fails (one line naming the node) if it then goes
     # this many seconds without progress (no Ray Data task finished, no step ended); null: wait for ever
     node_lost_timeout_s: float | None = 600.0
@@ -108,6 +110,18 @@ class SparkConfig:
     master: str = "local[*]"  # an embedded Spark on this machine's cores; spark://HOST:7077, yarn, k8s://...
     app_name: str = "crawlbelt"
     conf: dict[str, str] = field(default_factory=dict)  # extra Spark settings, e.g. spark.executor.memory: 4g
+
+
+@dataclass
+class ProgressConfig:
+    log_every_s: float = (
+        60.0  # where stderr is not a terminal, a progress line this often (a terminal: one line, redrawn)
+    )
+
+
+@dataclass
+class MetricsConfig:
+    port: int | None = None  # serve Prometheus's text format on this port, every interface; None: off
 
 
 @dataclass
@@ -440,6 +454,8 @@ class Config:
     ray: RayConfig = field(default_factory=RayConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    progress: ProgressConfig = field(default_factory=ProgressConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     rejects: RejectsConfig = field(default_factory=RejectsConfig)
     read: ReadConfig = field(default_factory=ReadConfig)

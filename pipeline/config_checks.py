@@ -52,6 +52,8 @@ RANGES = {
     "ray.node_lost_timeout_s": _ABOVE_0,
     "ray.node_lost_retries": _AT_LEAST_0,
     "ray.resource_wait_s": _AT_LEAST_0,
+    "progress.log_every_s": _ABOVE_0,
+    "metrics.port": ("a port number in [1, 65535]", lambda v: 1 <= v <= 65535),
     "read.batch_size": _POSITIVE_INT,
     "read.max_payload_mb": _ABOVE_0,
     "read.batch_mb": _ABOVE_0,
@@ -379,6 +381,18 @@ def check_engine(config: Config) -> None:
         raise ConfigError("engine: spark needs Java 17 on PATH (or JAVA_HOME): apt install openjdk-17-jre-headless")
     if importlib.util.find_spec("pyspark") is None:
         raise ConfigError("engine: spark needs pyspark: .venv/bin/python -m pip install -e '.[spark]'")
+
+
+def check_metrics_port(config: Config) -> None:
+    """metrics.port is free on this machine: else the run would fail after its work started (or serve nothing)."""
+    port = config.metrics.port
+    if port is None or not 1 <= port <= 65535:  # off, or check_range says it
+        return
+    from pipeline.metrics import port_in_use
+
+    taken = port_in_use(port)
+    if taken:
+        raise ConfigError(f"metrics.port {port}: in use on this machine ({taken}); give a free port, or null for none")
 
 
 def check_dedup(config: Config) -> None:

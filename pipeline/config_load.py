@@ -24,6 +24,7 @@ from pipeline.config_checks import (
     check_dedup,
     check_engine,
     check_formats,
+    check_metrics_port,
     check_language,
     check_min_max,
     check_output,
@@ -115,6 +116,7 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
     for i in range(len(config.sources)):
         problems.check(check_select, config, i)
     problems.check(check_engine, config)
+    problems.check(check_metrics_port, config)
     problems.check(check_formats, config)
     problems.check(check_dedup, config)
     for name in ("filter", "encode"):

@@ -30,6 +30,7 @@ try:  # Ray Data's hook into each execution's scheduling loop (DataProgress)
 except ImportError:
     _ExecutionCallback = object  # type: ignore[misc,assignment]  # mypy cannot type a fallback base class
 
+from pipeline import progress
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig, SparkConfig
 from pipeline.engine import error_chain, start_failed
 from stages.dedup import resolve_roots, union_edges
@@ -584,9 +585,11 @@ _WATCHES: set[NodeWatch] = set()
 
 class DataProgress(_ExecutionCallback):
     """A Ray Data execution callback (DataContext.custom_execution_callback_classes) that tells the running
-    NodeWatches whenever an operator finished a task or had an output taken since its last scheduling step.
-    It reads the executor's operator metrics, which are Ray Data internals: without them it tells nothing
-    within an execution, and the NodeWatch counts only the start and end of each."""
+    NodeWatches whenever an operator finished a task or had an output taken since its last scheduling step,
+    and the run's progress (pipeline/progress.py) how many tasks of the execution's first operator, the one
+    that reads its input's blocks (an item or a file each), have finished. It reads the executor's operator
+    metrics, which are Ray Data internals: without them it tells nothing within an execution, and the
+    NodeWatch counts only the start and end of each."""
 
     def __init__(self):
         self.seen = None
@@ -598,15 +601,20 @@ class DataProgress(_ExecutionCallback):
 
     def before_execution_starts(self, executor):
         self._tell()
+        progress.step_started()
 
     def on_execution_step(self, executor):
         try:
-            now = tuple((op.metrics.num_tasks_finished, op.metrics.num_outputs_taken) for op in executor._topology)
-        except (AttributeError, TypeError):
+            ops = list(executor._topology)
+            now = tuple((op.metrics.num_tasks_finished, op.metrics.num_outputs_taken) for op in ops)
+            reading = (ops[1].metrics.num_tasks_finished, ops[0].num_outputs_total()) if len(ops) > 1 else None
+        except (AttributeError, TypeError, IndexError):
             return
         if now != self.seen:
             self.seen = now
             self._tell()
+            if reading is not None and reading[1]:
+                progress.tasks(*reading)
 
     def after_execution_succeeds(self, executor):
         self._tell()

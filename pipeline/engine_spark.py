@@ -19,8 +19,11 @@ import os
 import re
 import socket
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import count
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +32,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline import progress
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig
 from pipeline.engine import start_failed
 from pipeline.spark_components import connected_components as _components
@@ -72,7 +76,8 @@ def start(config: Config) -> None:
             # Spark's 200 shuffle partitions are for clusters; the components rounds' joins are all shuffles
             conf.setdefault("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 1)))
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
-    conf.setdefault("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
+    # crawlbelt's progress line (pipeline/progress.py) says per pass what Spark's stage bars say per stage
+    conf.setdefault("spark.ui.showConsoleProgress", "false")
     conf.setdefault("spark.python.daemon.module", "pipeline.spark_daemon")
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -208,7 +213,8 @@ def map_items(function: Callable[[dict], dict], items: list[dict], resources=Non
             result = {**function(item), "node": socket.gethostname()}
             yield pa.RecordBatch.from_pydict({"result": [_item_to_bytes(result)]})
 
-    rows = _frame(items, len(items)).mapInArrow(run, "result binary").collect()
+    with _tracked():
+        rows = _frame(items, len(items)).mapInArrow(run, "result binary").collect()
     return [_item_from_bytes(row.result) for row in rows]
 
 
@@ -247,7 +253,8 @@ def map_to_parquet(
             os.replace(tmp, out / f"part-{first:05d}.parquet")
         yield pa.RecordBatch.from_pydict({"rows": [rows]})
 
-    _source_frame(source, tasks).mapInArrow(run, "rows long").collect()
+    with _tracked():
+        _source_frame(source, tasks).mapInArrow(run, "rows long").collect()
 
 
 def map_to_driver(source: Source, fn: Callable, *, columns: list[str] | None = None) -> Iterable[pa.Table]:
@@ -260,8 +267,10 @@ def map_to_driver(source: Source, fn: Callable, *, columns: list[str] | None = N
             for result in _results(fn(table)):
                 yield pa.RecordBatch.from_pydict({"payload": [_to_bytes(result)]})
 
-    for row in _source_frame(source, None).mapInArrow(run, "payload binary").toLocalIterator(prefetchPartitions=True):
-        yield _from_bytes(row.payload)
+    with _tracked():
+        rows = _source_frame(source, None).mapInArrow(run, "payload binary").toLocalIterator(prefetchPartitions=True)
+        for row in rows:
+            yield _from_bytes(row.payload)
 
 
 def group_to_table(
@@ -282,7 +291,8 @@ def group_to_table(
         payloads = [_to_bytes(r) for r in _results(fn(_group_rows(group))) if r.num_rows]
         return pa.table({"payload": pa.array(payloads, pa.binary())})
 
-    rows = _shuffled(source, by, partitions, before, columns).applyInArrow(run, "payload binary").collect()
+    with _tracked():
+        rows = _shuffled(source, by, partitions, before, columns).applyInArrow(run, "payload binary").collect()
     tables = [_from_bytes(row.payload) for row in rows]
     return pa.concat_tables(tables).select(schema.names).cast(schema) if tables else schema.empty_table()
 
@@ -311,7 +321,8 @@ def group_to_parquet(
             os.replace(tmp, out / name)
         return pa.table({"rows": [sum(r.num_rows for r in results)]})
 
-    _shuffled(source, by, partitions, before, columns).applyInArrow(run, "rows long").collect()
+    with _tracked():
+        _shuffled(source, by, partitions, before, columns).applyInArrow(run, "rows long").collect()
 
 
 def connected_components(edges: Path, nodes: np.ndarray) -> pa.Table:
@@ -325,6 +336,51 @@ def connected_components(edges: Path, nodes: np.ndarray) -> pa.Table:
     labels = _components(frame).where(F.col("node") != F.col("label")).orderBy("node")
     table = labels.toArrow()
     return pa.table({"node": table["node"].cast(pa.int64()), "label": table["label"].cast(pa.int64())})
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress
+
+_calls = count()
+POLL_S = 0.5
+
+
+@contextmanager
+def _tracked():
+    """A primitive's Spark jobs, in a job group of their own, report their progress (pipeline/progress.py) from
+    Spark's status tracker on the driver: the tasks finished of their first stage, the one that reads the
+    primitive's items (an input file or a work item per task)."""
+    context = session().sparkContext
+    group = f"crawlbelt-{next(_calls)}"
+    context.setJobGroup(group, "crawlbelt")
+    progress.step_started()
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(POLL_S):
+            _report(group)
+
+    thread = threading.Thread(target=poll, name="crawlbelt-spark-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # None clears it
+
+
+def _report(group: str) -> None:
+    try:
+        tracker = session().sparkContext.statusTracker()
+        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+        stages = sorted(stage for job in jobs if job is not None for stage in job.stageIds)
+        first = tracker.getStageInfo(stages[0]) if stages else None
+    except Exception as error:  # noqa: BLE001 (the JVM going away as a run ends: progress must not fail it)
+        log.debug("spark progress: %s", error)
+        return
+    if first is not None and first.numTasks:
+        progress.tasks(first.numCompletedTasks, first.numTasks)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -80,6 +80,7 @@ RUNS = {
         "dedup.paragraphs.enabled=true",  # exact paragraphs (ngram null), a Bloom filter
         "dedup.paragraphs.filter=bloom",
         "dedup.paragraphs.remove_type=paragraph",
+        "progress.log_every_s=0.5",  # progress lines (stderr is no terminal here); metrics.port: tests/test_progress.py
     ],
     "trafilatura+resiliparse": [
         "extract.method=trafilatura+resiliparse",
@@ -199,6 +200,8 @@ def test_every_documented_choice_runs_the_whole_belt(tmp_path, caplog, name):
         assert selected and sources["notes"]["documents"] == int(selected[0].split()[2]) <= len(notes)
     lines = [record.getMessage() for record in caplog.records if record.name == "crawlbelt"]
     assert not any(line.endswith("None s") for line in lines), lines
+    if chosen["progress.log_every_s"] < 60:  # a pass's progress, every half second
+        assert any(line.startswith("progress: ") and " left" in line for line in lines), lines
     if name == "resiliparse":
         assert manifest["tokens"]["encoded_with"].startswith("tokenizers")
         # exact dedup and the quality rules are off: their log lines say they did not run

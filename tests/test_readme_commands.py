@@ -62,3 +62,18 @@ def test_a_crawl_against_an_earlier_one_runs_as_written_and_keeps_what_one_run_k
     assert kept(crawl_b) == kept(together) and manifest["counts"]["kept"] == len(kept(crawl_b))
     rejects = pq.read_table(crawl_b / "rejects", columns=["dup_of"])["dup_of"].to_pylist()
     assert any(d and d.startswith(str(ROOT / "out" / "crawl-a") + "#") for d in rejects)  # named with its output
+
+
+@pytest.mark.slow  # one belt run over the fixture crawl, in a process of its own
+def test_before_and_during_a_large_run_runs_as_written():
+    """The README's block as one script: validate, a run in the background scraped over HTTP and `status`-ed
+    while it runs, then the finished run's status from its manifest."""
+    script = "\n".join(readme_block("## Before and during a large run"))
+    result = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "config configs/local.yaml: no problems found" in result.stdout
+    assert re.search(r"^crawlbelt_pass_fraction\{pass=\"\w+\"\} [\d.]+$", result.stdout, re.M), result.stdout[-3000:]
+    assert "run in progress: pid " in result.stdout, result.stdout[-3000:]
+    manifest = json.loads((ROOT / "out" / "large" / "manifest.json").read_text())
+    finished = result.stdout[result.stdout.rindex("run complete in ") :]
+    assert f"kept: {manifest['counts']['kept']:,}" in finished and "from manifest.json" in finished

@@ -4,7 +4,9 @@ filter pass's finished files, as on Ray."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +17,8 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT, SHARED, SPARK_SETTINGS, assert_same_output, cli, needs_spark
+from ray_cluster import free_ports
+from test_progress import Scraper, check_against_manifest
 
 SETTINGS = SPARK_SETTINGS
 
@@ -77,11 +81,24 @@ def test_a_killed_spark_driver_resumes_with_the_same_bytes_as_ray(tmp_path, fixt
     os.killpg(killed.pid, signal.SIGKILL)  # the driver and its JVM, as when a machine goes away
     killed.wait(timeout=60)
 
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    # The rerun serves metrics.port, scraped over HTTP while it runs (tests/test_progress.py)
+    (port,) = free_ports(1)
+    with Scraper(port, out) as scraper:
+        result = subprocess.run(
+            [*args, "--set", f"metrics.port={port}", "--set", "progress.log_every_s=1"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     assert result.returncode == 0, result.stderr[-3000:]
     resumed = [line for line in result.stderr.splitlines() if "resume:" in line]
     assert resumed and f"of {len(inputs)} files already through the filter pass" in resumed[0], result.stderr[-3000:]
-    assert_same_output(fixture_crawl_on_ray, out)  # conftest.py: the same crawl uninterrupted on Ray
+    check_against_manifest(scraper.scrapes, json.loads((out / "manifest.json").read_text()))
+    # progress from Spark's finished tasks (its status tracker), logged every second where stderr is no terminal
+    counted = re.findall(r"progress: (?:dedup|finalize|tokens)(?: \(step \d+\))?: ([\d,]+) of", result.stderr)
+    assert any(done != "0" for done in counted), result.stderr[-3000:]
+    assert_same_output(fixture_crawl_on_ray, out)  # conftest.py: the same crawl uninterrupted on Ray, no metrics
 
 
 def test_engine_spark_without_java_is_one_line(tmp_path):
