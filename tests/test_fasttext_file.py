@@ -155,7 +155,11 @@ def test_models_from_fasttexts_own_trainer_are_accepted(tmp_path):
         f"m.quantize(input={str(tmp_path / 'train.txt')!r}, qnorm=True, cutoff=300, retrain=False, dsub=2); "
         f"m.save_model({str(tmp_path / 'model.ftz')!r})"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    for _ in range(3):  # fastText 0.9.3 now and then stops on "Encountered NaN" on the same input (seen 2 in 50)
+        trained = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if "Encountered NaN" not in trained.stderr:
+            break
+    assert trained.returncode == 0, trained.stderr
     for name in ("model.bin", "model.ftz"):
         check_fasttext_file(str(tmp_path / name))
         assert fasttext_labels(str(tmp_path / name)) == ["hq", "lq"]
