@@ -1,4 +1,4 @@
-"""The engine seam: the passes know only pipeline.engine's data-parallel primitives, which run plain Arrow
+"""The engine seam: the passes know only pipeline.engines.engine's data-parallel primitives, which run plain Arrow
 functions the same way on a real embedded Ray and a real embedded Spark; whole files are written by
 storage.write_atomic and parts named by storage.part_name."""
 
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import needs_spark
-from pipeline import engine
+from pipeline.engines import engine
 from pipeline.config import Config, PassResources, RayConfig, SparkConfig
 from pipeline.storage import part_index, part_name, write_atomic
 
