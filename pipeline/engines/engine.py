@@ -42,7 +42,7 @@ def use(name: str) -> ModuleType:
     global _current
     if name not in ENGINES:
         raise ValueError(f"engine {name!r}: expected one of {', '.join(ENGINES)}")
-    _current = importlib.import_module(f"pipeline.engine_{name}")
+    _current = importlib.import_module(f"pipeline.engines.engine_{name}")
     return _current
 
 
