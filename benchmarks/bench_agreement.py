@@ -118,7 +118,7 @@ def extracted_texts() -> list[dict]:
         return [json.loads(line) for line in open(EXTRACTED_CACHE, encoding="utf-8")]
     import pyarrow.compute as pc
 
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
     from pipeline.spec import DOCUMENT_STAGES
     from stages.warc_read import read_warc
 

@@ -149,9 +149,9 @@ class PeakMemory:
 def run_corpus(n_docs: int, shards: int, object_store_mb: int) -> dict:
     import ray
 
-    from pipeline import dedup
+    from pipeline.passes import dedup
     from pipeline.config import DedupConfig, RayConfig
-    from pipeline.engine_ray import start_ray
+    from pipeline.engines.engine_ray import start_ray
 
     work = ROOT / "out" / f"bench-dedup-{n_docs}"
     import shutil
@@ -296,13 +296,13 @@ def signatures_benchmark(n_docs: int = 2000, words_per_doc: int = 2000) -> dict:
 def realhtml_benchmark() -> dict:
     """The duplicates the belt's dedup (configs/local.yaml's settings, embedded Ray on 1 CPU) finds among the
     main texts of ../shared/realhtml's ground truth, and the CPU time of the hashing pass over those texts
-    (normalization, SHA-1 keys and signatures: `pipeline.dedup._hash_batch`, batches of 256, this process)."""
+    (normalization, SHA-1 keys and signatures: `pipeline.passes.dedup._hash_batch`, batches of 256, this process)."""
     import ray
 
-    from pipeline import dedup
+    from pipeline.passes import dedup
     from pipeline.config import RayConfig
-    from pipeline.config_load import load_config
-    from pipeline.engine_ray import start_ray
+    from pipeline.config.load import load_config
+    from pipeline.engines.engine_ray import start_ray
     from stages.dedup import FORMAT, WHITE_SPACE, MinHasher
 
     truth = ROOT.parent / "shared" / "realhtml" / "ground_truth.jsonl"
@@ -385,7 +385,7 @@ def paragraph_corpus(n_docs: int, folder: Path, chunk: int = 10_000, seed: int =
 
 
 def paragraphs_benchmark(n_docs: int, shards: int) -> dict:
-    """Paragraph dedup's steps 1 and 2 (pipeline/paragraphs.py, on an embedded Ray of 2 CPUs) and step 3 (the
+    """Paragraph dedup's steps 1 and 2 (pipeline/passes/paragraphs.py, on an embedded Ray of 2 CPUs) and step 3 (the
     edit finalize makes, in this process), with an exact set, with our Bloom filter (sized from the units
     counted, at 0.001), and with dolma's settings (its example's rate, 0.0001, sized from the documents, as
     dolma sizes its filter by `estimated_doc_count` whatever it dedups); the Bloom filters' false positives
@@ -394,9 +394,9 @@ def paragraphs_benchmark(n_docs: int, shards: int) -> dict:
 
     import ray
 
-    from pipeline import paragraphs
+    from pipeline.passes import paragraphs
     from pipeline.config import ParagraphDedupConfig, RayConfig
-    from pipeline.engine_ray import start_ray
+    from pipeline.engines.engine_ray import start_ray
 
     work = ROOT / "out" / f"bench-paragraphs-{n_docs}"
     shutil.rmtree(work, ignore_errors=True)

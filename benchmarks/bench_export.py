@@ -1,4 +1,4 @@
-"""The exports' speed (pipeline/export.py) against the consumers' own writers, on the same Parquet token shards,
+"""The exports' speed (pipeline/passes/export.py) against the consumers' own writers, on the same Parquet token shards,
 in one run; tokens per CPU-second; each pair of outputs checked byte for byte: Megatron's (from encode-step files
 of as many random documents as sequences, drawn 1.5 passes) against megatron-core's IndexedDatasetBuilder, MDS against MosaicML Streaming's MDSWriter (from .venv/mds-reader, scripts/setup.sh);
 nanotron's alone (datatrove writes its format only from its own tokenizer step).
@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from pipeline import export  # noqa: E402
+from pipeline.passes import export  # noqa: E402
 
 SHARD_ROWS = 8192
 

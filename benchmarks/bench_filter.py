@@ -185,7 +185,7 @@ def run_ours(
     import pyarrow.compute as pc
 
     from pipeline.spec import document_stages
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
     from stages.dedup import MinHasher, normalize, sha1_of_normalized
     from stages.warc_read import read_warc
 
@@ -583,7 +583,7 @@ def _datatrove_shares(seconds: dict) -> dict[str, float]:
 
 def language_settings(config_path: str, overrides: list[str]) -> dict:
     """Our language stage's model file, languages and threshold, for datatrove's LanguageFilter."""
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
     from stages.langid import default_lid_model_path
 
     language = load_config(config_path, overrides=overrides).language

@@ -84,7 +84,7 @@ def extracted_texts(overrides: list[str]) -> list[str]:
     """The texts the belt's extract stage makes from the realhtml WARCs (alive rows only)."""
     import pyarrow.compute as pc
 
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
     from pipeline.spec import DOCUMENT_STAGES
     from stages.warc_read import read_warc
 

@@ -4,7 +4,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/bench_hostile_memory.py [--cap-mb 3000] [--only KIND ...]
 
 Each file is made here (a few KB to a few hundred KB on disk) and read in a fresh process through the filter
-pass's reader (`pipeline.filtering.FilterFile._records`, the config's `read` defaults), every batch turned into
+pass's reader (`pipeline.passes.filtering.FilterFile._records`, the config's `read` defaults), every batch turned into
 the Arrow table the stages get. The process's peak RSS (ru_maxrss) less that of the same process reading a
 one-line file is the figure; a child past `--cap-mb` is killed (reported `killed`). Also printed: the rows
 read, the largest batch's Arrow bytes and the reject reasons. Run with PYTHONPATH pointing at another tree
@@ -154,7 +154,7 @@ CHILD = """
 import json, resource, sys, time
 from collections import Counter
 from pipeline.config import Config, Source
-from pipeline.filtering import FilterFile
+from pipeline.passes.filtering import FilterFile
 config = Config()
 source = Source(name="web", id_field=sys.argv[3] or None)
 reader = FilterFile([], [source], sys.argv[2], config.read, config.storage)

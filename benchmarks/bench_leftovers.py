@@ -7,7 +7,7 @@ them) and SIGKILL (to the driver alone), it starts `python -m pipeline run` of t
 this one; give a `git archive` of main for the figures before) on two JSONL files through a stage stuck in C
 code that ignores signals, in its worker and in a process it started (tests/test_no_leftovers.py's `Stuck`),
 sends the signal, and prints how long until none of the run's processes was left, or how many were left after
---limit seconds (then it kills them). Then the watchdog's own cost (pipeline/reaper.py): starting it, and a
+--limit seconds (then it kills them). Then the watchdog's own cost (pipeline/engines/reaper.py): starting it, and a
 look at the run's processes, which it takes every second while a run runs.
 """
 
@@ -60,7 +60,7 @@ def leftovers(engine: str, sent: signal.Signals, code: Path, limit_s: float) -> 
 
 
 def watchdog_cost(rounds: int = 20) -> str:
-    from pipeline import reaper
+    from pipeline.engines import reaper
 
     before = time.perf_counter()
     reaper.start()

@@ -335,7 +335,8 @@ def run_crawlbelt(
 
 
 def _dedup(args: argparse.Namespace) -> None:
-    from pipeline import dedup, engine
+    from pipeline.passes import dedup
+    from pipeline.engines import engine
     from pipeline.config import Config, DedupConfig
 
     name, ray, spark = crawlbelt_config(args.engine, args)
@@ -401,8 +402,9 @@ def filter_pass(args: argparse.Namespace) -> list[dict]:
 
 
 def _filter(args: argparse.Namespace) -> None:
-    from pipeline import engine, filtering
-    from pipeline.config_load import load_config
+    from pipeline.engines import engine
+    from pipeline.passes import filtering
+    from pipeline.config.load import load_config
 
     config = load_config(str(ROOT / "configs" / "local.yaml"), inputs=args.warcs, output=str(Path(args.work) / "out"))
     config.engine, config.ray, config.spark = crawlbelt_config(args.engine, args)

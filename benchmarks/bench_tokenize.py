@@ -4,7 +4,7 @@
 
 The curated text is the docs/ of a belt run over ../shared/realhtml/warc/ (made once, kept in
 out/bench/realhtml). Its parts are copied `--copies` times into a curated-Parquet source, so every copy is
-encoded again, and the tokens pass (pipeline/tokens.py: encode on Ray Data, mixture, pack, shuffle, write
+encoded again, and the tokens pass (pipeline/passes/tokens.py: encode on Ray Data, mixture, pack, shuffle, write
 the shards) runs on it with the realhtml run's tokenizer (training is not part of the figure).
 
 CPU-seconds are those of this process and every process it started (the embedded Ray: raylet, GCS,
@@ -57,7 +57,7 @@ def curated_text(cpus: int) -> Path:
     out = WORK / "realhtml"
     if not (out / "manifest.json").exists():
         from pipeline import belt
-        from pipeline.config_load import load_config
+        from pipeline.config.load import load_config
 
         print(f"curating {REALHTML} once into {out} ...", flush=True)
         belt.run(
@@ -104,9 +104,9 @@ def main() -> int:
     if not REALHTML.is_dir():
         print(f"bench_tokenize: {REALHTML} not found; nothing to measure (skipped)")
         return 0
-    from pipeline import tokens
-    from pipeline.config_load import load_config
-    from pipeline.engine_ray import start_ray
+    from pipeline.passes import tokens
+    from pipeline.config.load import load_config
+    from pipeline.engines.engine_ray import start_ray
 
     source = curated_text(args.cpus)
     curated = WORK / "curated"

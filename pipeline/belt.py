@@ -1,15 +1,15 @@
 """A run, pass by pass:
 
-    filter pass   read -> the per-document stages (pipeline/spec.py)   pipeline/filtering.py, per input file
-    dedup pass    exact dedup -> near dedup (global, on survivors)      pipeline/dedup.py
-    finalize      docs/ and rejects/, one part per input file, then manifest.json   pipeline/finalize.py
-    tokens pass   tokenizer -> encode -> mixture -> pack                pipeline/tokens.py
+    filter pass   read -> the per-document stages (pipeline/spec.py)   pipeline/passes/filtering.py, per input file
+    dedup pass    exact dedup -> near dedup (global, on survivors)      pipeline/passes/dedup.py
+    finalize      docs/ and rejects/, one part per input file, then manifest.json   pipeline/passes/finalize.py
+    tokens pass   tokenizer -> encode -> mixture -> pack                pipeline/passes/tokens.py
     report        report.html                                           pipeline/report.py
     commit        the new output, built in _work/output, replaces the earlier one, manifest.json last
 
 Every row keeps moving until finalize: a stage marks a row rejected, it never drops it, so the final
 counts can prove that every record left the belt exactly once. This module starts the engine the config
-names (pipeline/engine.py: Ray or Spark), runs the passes in order, and starts a run over on the nodes left
+names (pipeline/engines/engine.py: Ray or Spark), runs the passes in order, and starts a run over on the nodes left
 when a node is lost.
 """
 
@@ -24,20 +24,16 @@ import time
 from pathlib import Path
 
 
-from pipeline import (
-    dedup,
-    dedup_index,
-    engine,
-    export,
-    filtering,
-    finalize,
-    paragraphs,
-    progress,
-    report,
-    scores,
-    storage,
-    tokens,
-)
+from pipeline import progress, report, storage
+from pipeline.passes import dedup
+from pipeline.passes import dedup_index
+from pipeline.engines import engine
+from pipeline.passes import export
+from pipeline.passes import filtering
+from pipeline.passes import finalize
+from pipeline.passes import paragraphs
+from pipeline.passes import scores
+from pipeline.passes import tokens
 from pipeline.config import Config
 from pipeline.spec import stage_names
 from pipeline.runlog import RUN_LOG, RunLog

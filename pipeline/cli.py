@@ -17,10 +17,11 @@ import time
 import traceback
 from pathlib import Path
 
-from pipeline import reaper, redact
+from pipeline import redact
+from pipeline.engines import reaper
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
-from pipeline.engine import EngineStartError
+from pipeline.config.load import load_config
+from pipeline.engines.engine import EngineStartError
 from pipeline.train.plan import parse_count
 from stages.file_names import real_path
 
@@ -267,7 +268,7 @@ def command(argv=None) -> int:
     from pipeline import belt  # imports Ray: only once the config is known to be good
     from pipeline.metrics import MetricsPortError
 
-    reaper.start()  # before the engine: every process the run starts ends with it (pipeline/reaper.py)
+    reaper.start()  # before the engine: every process the run starts ends with it (pipeline/engines/reaper.py)
     started = time.perf_counter()
     try:
         try:
@@ -345,7 +346,7 @@ def _quiet_engine() -> None:
     """Stop the engine before a failed run says its one line, so that the line is the console's last: Ray's
     driver relays the raylet's messages (a worker died, a task will be retried) from a thread of its own, some
     only as it shuts down at exit, after our line; and stdout, buffered, would be flushed after it too."""
-    from pipeline import engine
+    from pipeline.engines import engine
 
     try:
         engine.stop()
@@ -436,7 +437,7 @@ STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 def interrupted(exc: BaseException) -> bool:
     """Whether a Ctrl-C is behind an exception: one raised while the interrupt was being handled, or while the
     engine still owed one that Python swallowed (PySpark's handler cancels the running jobs as it raises)."""
-    from pipeline import engine
+    from pipeline.engines import engine
 
     return engine.interrupted() or any(isinstance(error, KeyboardInterrupt) for error in engine.error_chain(exc))
 
@@ -451,7 +452,7 @@ def stage_error(exc: BaseException) -> str | None:
 def storage_error(exc: BaseException) -> OSError | None:
     """The full disk, quota or read-only folder behind an exception. Ray passes a worker's exception on
     as text (its chain is not kept), so the text is searched too."""
-    from pipeline.engine import error_chain
+    from pipeline.engines.engine import error_chain
 
     for error in error_chain(exc):
         if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:

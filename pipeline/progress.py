@@ -8,7 +8,7 @@ Everything here is counted from work the workers finished; nothing here writes a
 - the filter pass: its parts in `_work/filtered`, each written whole when its input file is done
   (`FinishedParts`): exact records, input bytes and verdicts of the files finished;
 - the other passes (dedup, paragraphs, finalize, tokens): the engine's tasks finished of the current engine call's
-  tasks (`tasks`, called by pipeline/engine_ray.DataProgress and engine_spark's job poller), as a share of the
+  tasks (`tasks`, called by pipeline/engines/engine_ray.DataProgress and engine_spark's job poller), as a share of the
   pass's documents and bytes, which the filter pass's output gives before the pass starts.
 """
 

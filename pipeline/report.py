@@ -433,7 +433,7 @@ def _paragraph_dedup(section: dict | None) -> str:
 
 def _scorers(scorers: dict) -> str:
     """Per scorer: its score per source, what it rejected per language and domain, and the documents nearest its
-    threshold (pipeline/scores.py): a classifier keeps what resembles its reference set, and this shows whom
+    threshold (pipeline/passes/scores.py): a classifier keeps what resembles its reference set, and this shows whom
     it turned away."""
     if not scorers:
         return ""

@@ -2,7 +2,7 @@
 imported, set up and run on a probe batch), the sections of the stages the belt runs, the scores a source's
 `select` may use, and the eval sets of the `contamination` stage.
 
-They sit above pipeline/spec.py, which reads the config; pipeline/config_load.py runs them.
+They sit above pipeline/spec.py, which reads the config; pipeline/config/load.py runs them.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pipeline.config import (
     input_format,
     json_value,
 )
-from pipeline.config_checks import check_choice, check_scorer
-from pipeline.config_read import build, resolve_path
+from pipeline.config.checks import check_choice, check_scorer
+from pipeline.config.read import build, resolve_path
 from stages import model_scorer
 from stages.decontaminate import ACTIONS, EvalSetError, read_items
 from stages.user import StageError

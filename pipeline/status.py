@@ -53,7 +53,7 @@ def run_state(snapshot: dict, now: float) -> str:
 
 
 def _alive(pid: int) -> bool:
-    from pipeline.filtering import _alive as alive  # a process of this machine, a zombie counting as gone
+    from pipeline.passes.filtering import _alive as alive  # a process of this machine, a zombie counting as gone
 
     return alive(pid)
 

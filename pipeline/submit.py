@@ -3,7 +3,7 @@
 It calls `ray job submit` with the same entrypoint as on one machine (`python -m pipeline run CONFIG.yaml
 ...`), so the job id, its status and its logs are the ones Ray shows (`ray job status ID`, `ray job logs ID`,
 the dashboard). The cluster's nodes need crawlbelt installed (docker/Dockerfile): the working directory is
-the driver's, and the job's tasks run the crawlbelt of their node (pipeline.engine.start_ray; docs/design.md).
+the driver's, and the job's tasks run the crawlbelt of their node (pipeline.engines.engine.start_ray; docs/design.md).
 
 The job's working directory is a copy of only what it needs, never the folder as it is: a folder beside a
 config often holds a `.env`, cloud credentials, an SSH key, `.git/config` with a token or earlier outputs,
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.config import Config, ConfigError
-from pipeline.config_read import read_config
+from pipeline.config.read import read_config
 
 
 def check_config(config_path: str, overrides: list[str], output: str | None) -> Config:

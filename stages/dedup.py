@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 
 # Raised whenever `normalize` or the MinHash kernels change what they give a text: a dedup index
-# (pipeline/dedup_index.py) written under another version is refused, as its keys and signatures would not match.
+# (pipeline/passes/dedup_index.py) written under another version is refused, as its keys and signatures would not match.
 HASH_VERSION = 1
 
 

@@ -7,7 +7,7 @@ CPU or under bf16 autocast on a GPU. Padding goes on the right, whatever side th
 the attention mask: each text keeps the positions it has alone (left padding shifts BERT's and GPT-2's absolute
 positions), and the pad id is the one the model's config names, the id a decoder's head skips to find a text's
 last token (GPT2ForSequenceClassification, Llama's): a text's score does not depend on its batch. The model loads once per process: on Ray that process is one actor of the
-step's pool (pipeline/filtering.py), which keeps it for every file it scores.
+step's pool (pipeline/passes/filtering.py), which keeps it for every file it scores.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Paragraph dedup's pieces, free of any engine (pipeline/paragraphs.py runs them): a document's paragraphs
+"""Paragraph dedup's pieces, free of any engine (pipeline/passes/paragraphs.py runs them): a document's paragraphs
 (its lines, as dolma's and DCLM's paragraph dedup take them) hashed into units, the set of units seen so far
 (a Bloom filter or an exact set), and the verdict on each unit: seen before, in the fixed order of documents.
 
@@ -99,7 +99,7 @@ def units(texts: pa.Array) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]
     none = np.zeros(0, np.int32)
     n_lines, n_units = _units_kernel(data, offsets, _CHAR_CLASS, False, none, none, none, none, np.zeros(0, np.uint64))
     lines = {
-        "doc": np.zeros(n_lines, np.int32),  # int32: a batch of documents (pipeline/paragraphs.py) is bounded
+        "doc": np.zeros(n_lines, np.int32),  # int32: a batch of documents (pipeline/passes/paragraphs.py) is bounded
         "para": np.zeros(n_lines, np.int32),
         "units": np.zeros(n_lines, np.int32),
     }

@@ -3,7 +3,7 @@
 SIGALRM interrupts Python code at the limit (the `re` module's matching too). It cannot interrupt a C call
 that does not return to Python; for that, a watchdog thread ends the worker process at twice the limit, and no
 sooner than WATCHDOG_MIN_S past it: on a loaded machine an interrupted call may wait that long for a core. The
-filter pass has noted the stage and file (pipeline/filtering.py's crash marker), so the run stops in one line
+filter pass has noted the stage and file (pipeline/passes/filtering.py's crash marker), so the run stops in one line
 naming them instead of the worker hanging for ever. Signals are handled only in the main thread; elsewhere the call runs unbounded.
 """
 

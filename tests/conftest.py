@@ -52,7 +52,7 @@ def ray_session():
     import ray
 
     from pipeline.config import RayConfig
-    from pipeline.engine_ray import start_ray
+    from pipeline.engines.engine_ray import start_ray
 
     start_ray(RayConfig(num_cpus=2))
     yield
@@ -62,7 +62,7 @@ def ray_session():
 @pytest.fixture
 def embedded_ray(ray_session):
     """The session's Ray as the engine of this test's in-process passes (an earlier test may have run Spark)."""
-    from pipeline import engine
+    from pipeline.engines import engine
 
     engine.use("ray")
 

@@ -91,7 +91,7 @@ def run_here(config: Path | str, out: Path, settings=(), inputs: list[str] | Non
     Returns the manifest; a failed run raises its error. For tests of a run's output, not of its command line:
     it skips starting and stopping an engine, most of a subprocess run's 15 s here."""
     from pipeline import belt
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
 
     return belt.run(load_config(str(config), overrides=list(settings), inputs=inputs, output=str(out)))
 

@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from helpers import ROOT
 from pipeline import belt
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from stages.extract import METHODS, Extract
 from stages.ledger import NOT_DOCUMENT
 from stages.warc_read import read_warc

@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import CONFIGS, FIXTURES, ROOT, SHARED
-from pipeline import belt, filtering
-from pipeline.config_load import load_config
+from pipeline import belt
+from pipeline.passes import filtering
+from pipeline.config.load import load_config
 from pipeline.crawl_sample import EXPECTED, verdicts, write_warc
 
 REALDATA = SHARED / "realdata" / "warc"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT, cli
-from pipeline.config_read import read_config
+from pipeline.config.read import read_config
 from pipeline.submit import job_files
 from ray_cluster import RAY, LocalCluster, cluster_env, free_ports
 from test_s3 import CREDENTIALS
@@ -246,7 +246,7 @@ class FakeCluster:
 
 
 def test_node_watch_ends_a_run_that_stalls_after_a_node_is_lost():
-    from pipeline.engine_ray import NodeWatch
+    from pipeline.engines.engine_ray import NodeWatch
 
     fake, stalls = FakeCluster(), []
     watch = NodeWatch(60, nodes=fake.nodes, clock=fake.clock, on_stall=stalls.append)
@@ -270,7 +270,7 @@ def test_node_watch_ends_a_run_that_stalls_after_a_node_is_lost():
 
 
 def test_node_watch_without_a_timeout_only_names_the_lost_node():
-    from pipeline.engine_ray import NodeWatch
+    from pipeline.engines.engine_ray import NodeWatch
 
     fake, stalls = FakeCluster(), []
     watch = NodeWatch(None, nodes=fake.nodes, clock=fake.clock, on_stall=stalls.append)
@@ -283,7 +283,7 @@ def test_node_watch_without_a_timeout_only_names_the_lost_node():
 
 def test_node_watch_settles_an_error_that_looks_like_a_node_death():
     """A run failed with a node-death error before Ray marked the node dead: the watch waits to name it."""
-    from pipeline.engine_ray import NodeWatch
+    from pipeline.engines.engine_ray import NodeWatch
 
     fake = FakeCluster()
     watch = NodeWatch(60, poll_s=0.01, nodes=fake.nodes, clock=fake.clock, on_stall=lambda _: None)

@@ -6,8 +6,8 @@ import pytest
 
 from helpers import ROOT, cli
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
-from pipeline.config_read import expand_inputs
+from pipeline.config.load import load_config
+from pipeline.config.read import expand_inputs
 from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
 

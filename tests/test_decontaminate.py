@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import CONFIGS, assert_same_output, cli, needs_spark
-from pipeline import belt, filtering, report, spec
+from pipeline import belt, report, spec
+from pipeline.passes import filtering
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from stages.decontaminate import (
     Decontaminate,
     EvalSet,

@@ -1,4 +1,4 @@
-"""dedup.against (pipeline/dedup_index.py): a crawl deduplicated against an earlier output's index keeps the
+"""dedup.against (pipeline/passes/dedup_index.py): a crawl deduplicated against an earlier output's index keeps the
 documents one run over both crawls keeps; dup_count; an `against` folder that cannot be read is one line."""
 
 import json
@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import cli, needs_spark
-from pipeline import dedup, dedup_index
+from pipeline.passes import dedup
+from pipeline.passes import dedup_index
 from pipeline.config import ConfigError, DedupConfig
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from pipeline.storage import marker_text
 
 pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT, cli
-from pipeline import dedup
+from pipeline.passes import dedup
 from pipeline.config import DedupConfig
 
 

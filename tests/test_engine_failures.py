@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_same_output, needs_spark
-from pipeline import filtering
+from pipeline.passes import filtering
 from test_user_stages import PYTHON, base_config, write_jsonl
 
 KILLERS = """
@@ -132,7 +132,7 @@ def test_a_stage_that_kills_its_worker_stops_in_one_line_naming_the_stage_and_fi
 def test_the_file_the_engine_names_is_blamed_though_other_workers_are_gone_too(tmp_path):
     """Spark kills the workers of a failed job's other tasks: their markers then look like the crash's own.
     The file whose task Spark's error names (engine_spark.failed_item) is the one blamed."""
-    from pipeline import engine_spark
+    from pipeline.engines import engine_spark
 
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -11,8 +11,8 @@ import yaml
 
 from helpers import CRAWL_SAMPLE, ROOT
 from pipeline import belt
-from pipeline.config_load import load_config
-from pipeline.finalize import doc_columns
+from pipeline.config.load import load_config
+from pipeline.passes.finalize import doc_columns
 from stages.langid import default_lid_model_path
 from stages.tokens import train_bpe
 

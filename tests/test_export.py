@@ -1,4 +1,4 @@
-"""packing.formats (pipeline/export.py): Megatron's indexed dataset, MosaicML Streaming's shards and datatrove's
+"""packing.formats (pipeline/passes/export.py): Megatron's indexed dataset, MosaicML Streaming's shards and datatrove's
 tokenized file, each read back by its own library, hold exactly the Parquet shards' sequences; the dataset card
 lets Hugging Face's `datasets` load the documents and the token shards; the manifest lists the files with size
 and checksum; Spark on one worker writes the bytes of Ray on two."""
@@ -25,7 +25,7 @@ from tokenizers import Tokenizer
 
 from helpers import CONFIGS, FIXTURES, ROOT, SPARK_SETTINGS, assert_complete, assert_same_output, spark_missing
 from pipeline.config import ConfigError, PackingConfig
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 
 MDS_READER = Path(sys.prefix) / "mds-reader"
 HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -55,7 +55,7 @@ def drawn_documents(out: Path, manifest: dict) -> list[list[int]]:
     text as plain text, as the belt encodes it), the one source's draws, permuted as draw order says."""
     from tokenizers import Tokenizer
 
-    from pipeline.tokens import draw_order
+    from pipeline.passes.tokens import draw_order
     from stages.mixture import draw_source
 
     tokenizer = Tokenizer.from_file(str(out / "tokens" / "tokenizer.json"))
@@ -403,7 +403,7 @@ LAYOUTS = {"crawl": ("docs", "tokens"), "curated only": ("tokens",), "no sequenc
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_the_card_names_only_what_the_output_holds_and_load_dataset_loads_each(exported, tmp_path, layout, monkeypatch):
-    from pipeline import export
+    from pipeline.passes import export
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -526,7 +526,7 @@ def card_manifest(names: list[str]) -> dict:
 
 
 def test_hostile_names_stay_in_their_cells_of_the_dataset_card(tmp_path):
-    from pipeline import export
+    from pipeline.passes import export
 
     export.card(tmp_path, card_manifest(HOSTILE_NAMES))
     card = (tmp_path / "README.md").read_text()
@@ -574,7 +574,8 @@ def sparse_tokenizer(path: Path, top_id: int, entries: int = 2000) -> Path:
 
 
 def test_the_id_width_holds_a_given_tokenizers_largest_id_not_its_vocabulary_size(tmp_path):
-    from pipeline import export, tokens
+    from pipeline.passes import export
+    from pipeline.passes import tokens
     from stages.tokens import DocumentEncoder
 
     path = sparse_tokenizer(tmp_path / "tokenizer.json", 71_999)  # 2,000 entries up to id 71,999
@@ -625,7 +626,7 @@ def encoded_files(folder: Path, documents: list[list[int]], files: int) -> tuple
 def test_the_megatron_writer_gives_megatron_cores_bytes_however_the_documents_were_encoded(tmp_path, id_limit, dtype):
     indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset", reason="the export extra (megatron-core)")
     torch = pytest.importorskip("torch")
-    from pipeline import export
+    from pipeline.passes import export
 
     rng = np.random.default_rng(5)
     documents = [rng.integers(1, id_limit, size=n).tolist() for n in rng.integers(1, 40, size=30)]

@@ -452,7 +452,7 @@ def test_fast_is_passed_to_trafilatura(monkeypatch):
 
 def test_unknown_method_is_refused_by_stage_and_config(tmp_path):
     from pipeline.config import ConfigError
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
 
     with pytest.raises(ValueError, match="method must be one of"):
         Extract(method="readability")

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import finalize
+from pipeline.passes import finalize
 from stages import table_rows
 from stages.warc_read import DOCUMENT_SCHEMA
 

@@ -21,9 +21,9 @@ from helpers import ROOT, ledger_table
 
 pytest.importorskip("transformers", reason="the classify extra (transformers) is not installed")
 
-from pipeline import filtering  # noqa: E402
+from pipeline.passes import filtering  # noqa: E402
 from pipeline.config import ConfigError  # noqa: E402
-from pipeline.config_load import load_config  # noqa: E402
+from pipeline.config.load import load_config  # noqa: E402
 from stages.model_scorer import TransformerScore, TransformerScorer  # noqa: E402
 from stages.user import StageError  # noqa: E402
 

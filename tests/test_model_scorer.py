@@ -23,7 +23,7 @@ pytest.importorskip("transformers", reason="the classify extra (transformers) is
 import torch  # noqa: E402  (after the skip)
 
 from pipeline.config import ConfigError, RayConfig, ResourcesConfig, TransformersScorerConfig  # noqa: E402
-from pipeline.config_load import load_config  # noqa: E402
+from pipeline.config.load import load_config  # noqa: E402
 from stages.classifier import CombineScores  # noqa: E402
 from stages.model_scorer import TransformerScore, TransformerScorer, int_score, load_tokenizer  # noqa: E402
 
@@ -212,7 +212,7 @@ def test_the_belt_scores_on_a_pool_of_actors_the_same_on_1_and_2_actors(tmp_path
     assert below and manifest["counts"]["rejected_by_reason"]["hq:below_threshold"] == below
     assert manifest["stages"]["hq"]["rows_in"] == len(docs) and manifest["stages"]["hq"]["seconds"] > 0
 
-    # What the scorer dropped (pipeline/scores.py), in the manifest and the report: every scored document
+    # What the scorer dropped (pipeline/passes/scores.py), in the manifest and the report: every scored document
     # counted once per source, language and domain; the nearest kept and rejected documents are the ones
     # with the lowest score at or above the threshold and the highest below it.
     seen = manifest["scorers"]["hq"]
@@ -272,7 +272,7 @@ def test_the_documented_scorer_runs_as_written_and_its_gpu_is_refused_here(tmp_p
 def test_a_rerun_redoes_only_the_files_without_a_part_of_the_scorer_step(tmp_path, embedded_ray, classifier):
     """What a run killed in the scorer's step leaves: every file through the other stages, some through the
     scorer. The rerun scores only the others, and their parts are the ones an unbroken run writes."""
-    from pipeline import filtering
+    from pipeline.passes import filtering
 
     config = load_config(str(CONFIGS / "local.yaml"), overrides=[*BELT, entry(classifier)], inputs=CRAWL, output="o")
     files = filtering.input_files(config)
@@ -383,7 +383,7 @@ def test_the_same_output_on_spark(tmp_path, run_here, classifier, decoder):
 
 
 def test_a_gpu_no_node_has_is_refused_in_one_line_before_any_work(embedded_ray):
-    from pipeline.engine_ray import check_resources
+    from pipeline.engines.engine_ray import check_resources
 
     pool = {"stages[4]": TransformersScorerConfig(model="m", num_gpus=1)}
     with pytest.raises(ConfigError) as error:

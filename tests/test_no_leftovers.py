@@ -1,4 +1,4 @@
-"""Nothing outlives its run (pipeline/reaper.py): a run whose stage is stuck in C code that ignores signals,
+"""Nothing outlives its run (pipeline/engines/reaper.py): a run whose stage is stuck in C code that ignores signals,
 in the worker and in a process the stage started, is ended by Ctrl-C, SIGTERM or SIGKILL, and within
 30 s none of the processes it started is left, on Ray and on Spark; a run that ends normally leaves none
 either, not even a helper process a stage started and never stopped. A run's processes are found as the

@@ -220,7 +220,7 @@ def test_an_error_raised_while_a_ctrl_c_was_handled_is_the_interrupt():
 
 SWALLOWED_CTRL_C = """
 import weakref
-from pipeline import engine
+from pipeline.engines import engine
 
 class Held:
     pass
@@ -277,9 +277,9 @@ def test_an_engine_that_does_not_start_is_one_line(monkeypatch):
     what failed, not the engine's traceback."""
     import ray
 
-    from pipeline import engine_ray
+    from pipeline.engines import engine_ray
     from pipeline.config import RayConfig
-    from pipeline.engine import EngineStartError
+    from pipeline.engines.engine import EngineStartError
 
     def slow_start(**_):
         raise Exception(STARTUP)
@@ -299,8 +299,8 @@ def test_spark_that_does_not_start_is_one_line(monkeypatch):
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from pipeline import engine_spark
-    from pipeline.engine import EngineStartError
+    from pipeline.engines import engine_spark
+    from pipeline.engines.engine import EngineStartError
 
     def no_java(self):
         raise RuntimeError("Java gateway process exited before sending its port number")
@@ -314,7 +314,7 @@ def test_spark_that_does_not_start_is_one_line(monkeypatch):
 
 def test_the_engine_start_error_is_the_commands_one_line(tmp_path, monkeypatch, capsys):
     from pipeline import belt, cli
-    from pipeline.engine import EngineStartError
+    from pipeline.engines.engine import EngineStartError
 
     def fails(config, kind):
         raise EngineStartError("Ray did not start: timed out")

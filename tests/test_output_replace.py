@@ -15,7 +15,7 @@ import pytest
 from helpers import ROOT, cli, run_here
 from pipeline import storage
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from test_kill_resume import INPUTS, SETTINGS, command, run_and_kill
 
 SAMPLE = ROOT / "configs" / "local.yaml"

@@ -94,7 +94,7 @@ def test_the_package_builds_quietly_with_its_data_files(tmp_path):
     (wheel,) = tmp_path.glob("crawlbelt-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     data = {f"stages/data/{path.name}" for path in (ROOT / "stages" / "data").glob("*.json")}
-    assert data and data <= names and "pipeline/spark-log4j2.properties" in names
+    assert data and data <= names and "pipeline/engines/spark-log4j2.properties" in names
     # the editable install scripts/setup.sh makes: setuptools' warnings shown as pip shows them
     editable = subprocess.run(
         [

@@ -1,4 +1,4 @@
-"""dedup.paragraphs (pipeline/paragraphs.py, stages/paragraphs.py): a paragraph seen before, in the order of
+"""dedup.paragraphs (pipeline/passes/paragraphs.py, stages/paragraphs.py): a paragraph seen before, in the order of
 documents, leaves every later document; a document left too short is rejected with the share removed; the
 kept text is what docs/ and the token shards hold; the same bytes on Ray (two workers) and Spark (one), with an
 exact set or a Bloom filter; DCLM's BFF rule over n-grams. The expected verdicts come from a plain Python
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from helpers import CONFIGS, ROOT, assert_complete, assert_same_output, spark_missing
-from pipeline.filtering import part_name
+from pipeline.passes.filtering import part_name
 from stages.paragraphs import WHOLE_DOCUMENT, BloomFilter, ExactSet, bff_units, seen_before, units
 
 BANNER = "We use cookies to improve your experience. By using this site you accept our cookie policy."
@@ -298,7 +298,7 @@ def test_a_bloom_filter_finds_every_unit_seen_and_about_its_rate_of_others():
 )
 def test_a_paragraph_setting_out_of_range_is_one_line_naming_it(setting, message, tmp_path):
     from pipeline.config import ConfigError
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
 
     with pytest.raises(ConfigError) as error:
         load_config(str(CONFIGS / "local.yaml"), overrides=[setting], output=str(tmp_path / "o"))
@@ -315,7 +315,7 @@ def steps(
 ) -> tuple[pa.Table, dict]:
     """Steps 1 to 3 and finalize's edit over one input file of `texts` (every document kept by the stages);
     `bff`: {ngram, min_ngram, threshold, remove_type} for BFF's mode, else exact paragraphs."""
-    from pipeline import paragraphs
+    from pipeline.passes import paragraphs
 
     n = len(texts)
     rows = pa.table(
@@ -416,7 +416,7 @@ def test_paragraph_dedup_of_a_file_of_one_word_lines_keeps_a_bounded_memory(tmp_
 
 
 def test_a_bloom_filter_is_sized_for_the_units_counted_when_expected_is_fewer():
-    from pipeline.paragraphs import units_per_shard
+    from pipeline.passes.paragraphs import units_per_shard
 
     assert units_per_shard(1, np.array([40_000, 0])) == [40_000, 1]  # `expected: 1`: 8 bytes before
     assert units_per_shard(1_000_000, np.array([40_000, 10])) == [500_000, 500_000]
@@ -428,7 +428,7 @@ def test_a_bloom_filter_is_sized_for_the_units_counted_when_expected_is_fewer():
 
 def test_validate_refuses_a_bloom_filter_too_large_naming_its_size(tmp_path):
     from pipeline.config import ConfigError
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
 
     settings = ["dedup.paragraphs.enabled=true", "dedup.paragraphs.expected=1000000000000"]
     with pytest.raises(ConfigError) as error:
@@ -440,7 +440,7 @@ def test_validate_refuses_a_bloom_filter_too_large_naming_its_size(tmp_path):
 
 def test_validate_refuses_paragraph_dedup_with_a_curated_source_in_one_line(tmp_path):
     from pipeline.config import ConfigError
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
 
     pq.write_table(pa.table({"text": ["an earlier run's document"]}), tmp_path / "part-00000.parquet")
     raw = yaml.safe_load((CONFIGS / "local.yaml").read_text())

@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import ROOT
-from pipeline import belt, filtering, spec
+from pipeline import belt, spec
+from pipeline.passes import filtering
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from stages.pii import PiiMasker, pii_spans
 from stages.warc_read import DOCUMENT_SCHEMA
 

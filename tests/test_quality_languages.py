@@ -13,7 +13,7 @@ import pytest
 from helpers import CRAWL_SAMPLE, ROOT, ledger_table
 from pipeline import belt
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from stages.quality import STOP_WORDS_BY_LANGUAGE, GopherQuality, gopher_quality_rules
 from stages.words import datatrove_words
 

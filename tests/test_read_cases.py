@@ -18,9 +18,9 @@ import yaml
 from backports import zstd
 
 from helpers import CRAWL_SAMPLE, ROOT, SPARK_SETTINGS, assert_complete, cli, needs_spark
-from pipeline import filtering
-from pipeline.config_load import load_config
-from pipeline.config_read import expand_inputs
+from pipeline.passes import filtering
+from pipeline.config.load import load_config
+from pipeline.config.read import expand_inputs
 from stages.file_names import escaped_name
 from stages.read_text import read_jsonl, read_parquet
 from stages.warc_read import read_warc

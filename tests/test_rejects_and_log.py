@@ -18,11 +18,12 @@ from ray.data.datasource import FilenameProvider
 from ray.util.annotations import RayDeprecationWarning
 
 from helpers import CRAWL_SAMPLE, ROOT, cli, run_here
-from pipeline import belt, filtering
+from pipeline import belt
+from pipeline.passes import filtering
 from pipeline.config import PassResources
-from pipeline.config_load import load_config
-from pipeline.engine_ray import task_options, write_options
-from pipeline.finalize import SNIPPET_CHARS
+from pipeline.config.load import load_config
+from pipeline.engines.engine_ray import task_options, write_options
+from pipeline.passes.finalize import SNIPPET_CHARS
 
 CONFIG = ROOT / "configs" / "crawl_sample.yaml"
 INPUTS = [ROOT / "configs" / "crawl_sample.warc", ROOT / "tests" / "fixtures" / "warc" / "crawl-00002.warc"]
@@ -143,7 +144,7 @@ def test_every_input_file_is_in_the_manifests_inputs_an_empty_one_too(tmp_path):
     """A 0-byte input has no rows in the filter pass, so no counts of its own: it is still an input read."""
     import json
 
-    from pipeline import finalize
+    from pipeline.passes import finalize
     from pipeline.config import Config
 
     counts = json.dumps(

@@ -7,7 +7,7 @@ import pytest
 
 from helpers import ROOT
 from pipeline.config import ConfigError, PassResources, RayConfig, ResourcesConfig
-from pipeline.engine_ray import check_resources
+from pipeline.engines.engine_ray import check_resources
 
 
 pytestmark = pytest.mark.usefixtures("embedded_ray")  # conftest.py

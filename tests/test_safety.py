@@ -15,7 +15,7 @@ import torch
 from helpers import ROOT, cli
 from pipeline import redact
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from pipeline.train.checkpoint import rng_states, set_rng_states
 
 

@@ -142,7 +142,7 @@ def test_spark_settings_are_checked(tmp_path, settings, line):
 
 def test_spark_conf_values_reach_spark_as_text():
     """Spark takes every setting as a string: YAML's true and 4 become "true" and "4", not "True"."""
-    from pipeline.config_load import load_config
+    from pipeline.config.load import load_config
 
     config = load_config(
         str(CONFIGS / "local.yaml"),

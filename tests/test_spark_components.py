@@ -1,4 +1,4 @@
-"""pipeline/spark_components.py on a real local Spark: the labels of large-star / small-star against a plain
+"""pipeline/engines/spark_components.py on a real local Spark: the labels of large-star / small-star against a plain
 union-find, on the shapes that take the most rounds (a long chain) or load one node (a star)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed: .venv/bin/pytho
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from pipeline.spark_components import connected_components, connected_components_with_rounds  # noqa: E402
+from pipeline.engines.spark_components import connected_components, connected_components_with_rounds  # noqa: E402
 
 log = logging.getLogger(__name__)
 EDGES = "a long, b long"

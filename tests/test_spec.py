@@ -10,7 +10,7 @@ import pytest
 
 from pipeline import spec
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "configs" / "crawl_sample.yaml"

@@ -17,7 +17,7 @@ from tokenizers import Tokenizer, normalizers
 import browser
 from helpers import ROOT
 from pipeline import belt
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from stages.tokens import train_bpe
 
 EOS = "<|endoftext|>"

@@ -13,7 +13,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 
 from helpers import ROOT
 from pipeline.config import ConfigError
-from pipeline.config_load import load_config
+from pipeline.config.load import load_config
 from pipeline.train.checkpoint import MetadataCheckedReader
 from pipeline.train.resume import UnsafeCheckpointError, check_metadata, complete_checkpoints, load_metadata
 from pipeline.train.data import IGNORE, TokenShards

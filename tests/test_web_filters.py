@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import CONFIGS, ROOT, cli, ledger_table
-from pipeline import belt, filtering
-from pipeline.config_load import load_config
+from pipeline import belt
+from pipeline.passes import filtering
+from pipeline.config.load import load_config
 from stages.c4 import C4Filter, bad_words_pattern, c4_clean
 from stages.english_split import count_sentences, count_words
 from stages.fineweb import FineWebQuality, fineweb_rules

@@ -1,6 +1,6 @@
 """The checks of the config's train section and of the token shards and checkpoints it would train on.
 
-pipeline/config_load.py runs them for `python -m pipeline train`; they sit above the train modules they ask
+pipeline/config/load.py runs them for `python -m pipeline train`; they sit above the train modules they ask
 (the resume check and the torchrun test), which read the config.
 """
 
@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from pipeline.config import Config, ConfigError, TrainConfig
-from pipeline.config_checks import check_choice
+from pipeline.config.checks import check_choice
 
 
 def check_train(config: Config) -> None:

@@ -84,7 +84,7 @@ def run_ray(config: Config, stop_after: int | None) -> int:
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from pipeline.engine_ray import start_ray
+    from pipeline.engines.engine_ray import start_ray
 
     train = config.train
     assert train.data is not None  # validation sets it (pipeline/train/checks.py)
@@ -109,7 +109,7 @@ def run_ray(config: Config, stop_after: int | None) -> int:
 
 
 def ray_address(config: Config) -> str | None:
-    """The cluster joined, as pipeline.engine.start_ray chooses it; None: an embedded Ray of this process."""
+    """The cluster joined, as pipeline.engines.engine.start_ray chooses it; None: an embedded Ray of this process."""
     return config.ray.address or os.environ.get("RAY_ADDRESS")
 
 

@@ -177,7 +177,7 @@ def copy_entries(against: list[str], hashes: Path, config: DedupConfig) -> int:
 
 
 def _as_hashes(entries: pa.Table, offset: int, folder: str, config: DedupConfig) -> pa.Table:
-    """An index shard's entries (of the output in `folder`) as the hashing step's rows (pipeline.dedup.
+    """An index shard's entries (of the output in `folder`) as the hashing step's rows (pipeline.passes.dedup.
     _hash_batch's columns), each with the output its document is in."""
     outputs = pc.fill_null(entries["output"], folder)
     names = [dup_of_name(o, i) for o, i in zip(outputs.to_pylist(), entries["id"].to_pylist())]

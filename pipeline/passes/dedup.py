@@ -1,4 +1,4 @@
-"""Exact and near dedup as data-parallel operations (pipeline.engine) over the documents that survived the
+"""Exact and near dedup as data-parallel operations (pipeline.engines.engine) over the documents that survived the
 filters.
 
 Both partition by hash: every row of one hash group (exact) or one LSH bucket (near) lands in the same
@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pipeline import dedup_index, engine
+from pipeline.passes import dedup_index
+from pipeline.engines import engine
 from pipeline.config import DedupConfig
 from stages.dedup import (
     MinHasher,
@@ -59,7 +60,7 @@ def run(filtered: Path, config: DedupConfig, work: Path) -> tuple[pa.Table, dict
 
 def run_pass(filtered: Path, config: DedupConfig, work: Path, index: Path | None = None) -> DedupResult:
     """The dedup pass: verdicts, seconds and cluster sizes over the alive documents of `filtered` and the
-    entries of every earlier output in `config.against` (pipeline/dedup_index.py), which come first in the
+    entries of every earlier output in `config.against` (pipeline/passes/dedup_index.py), which come first in the
     fixed order and so always survive. With `index`, the index of everything read (earlier entries and this
     run's documents) is written there.
 

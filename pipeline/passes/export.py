@@ -11,13 +11,13 @@ are complete, so that they hold the same sequences in the same order.
 
     nanotron   tokens/nanotron/tokens.ds + .ds.index + .ds.metadata: datatrove's tokenized format, which
                nanotron reads through datatrove.utils.dataset.DatatroveFileDataset(PATH, seq_len, token_size);
-               the metadata names tokens/, the run's tokenizer folder (pipeline/tokens.py's
+               the metadata names tokens/, the run's tokenizer folder (pipeline/passes/tokens.py's
                write_tokenizer_config), as nanotron's NanosetDatasetsArgs loads it with AutoTokenizer
     huggingface  README.md in the output: a dataset card (sources, stages, counts, tokenizer) whose `configs`
                let datasets.load_dataset("OUT", "docs") and ("OUT", "tokens") read the Parquet files
 
 The Megatron dataset is one merged dataset of the mixture's drawn documents: every draw (a document drawn
-twice is there twice) in draw order (pipeline/tokens.py's draw_order), each ending with the end token and
+twice is there twice) in draw order (pipeline/passes/tokens.py's draw_order), each ending with the end token and
 each one Megatron sequence and one document, as Megatron-LM's tools/preprocess_data.py writes documents
 (append_eod, no sentence splitting). Megatron-LM's GPTDataset (--data-path OUT/tokens/megatron/tokens,
 --seq-length packing.seq_len) shuffles documents and packs them into samples itself, adding no end token:
@@ -79,7 +79,7 @@ def write(
 
 @dataclass
 class DrawnDocuments:
-    """The mixture's drawn documents in draw order (pipeline/tokens.py's draw_order), and where their tokens
+    """The mixture's drawn documents in draw order (pipeline/passes/tokens.py's draw_order), and where their tokens
     are: the encode step's files, Parquet with the columns doc_index and tokens (without the end token)."""
 
     doc_index: np.ndarray  # each drawn document, in draw order: one drawn twice is there twice

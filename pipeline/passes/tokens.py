@@ -7,7 +7,7 @@ fixed-length token sequences.
     mixture     token counts per document -> passes per source -> the documents drawn (driver)
     pack        each drawn document cut into pieces of its sequences (workers), grouped by shard,
                 put together and written as tokens/part-NNNNN.parquet
-    export      packing.formats besides parquet (pipeline/export.py, driver): Megatron's from the drawn
+    export      packing.formats besides parquet (pipeline/passes/export.py, driver): Megatron's from the drawn
                 documents in draw order (draw_order) and _work/encoded, the others from the shards
 
 Documents are numbered in one fixed order: this run's docs/ parts in input-file order, then each curated
@@ -35,9 +35,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import tokenizers
 
-from pipeline import engine, export
+from pipeline.engines import engine
+from pipeline.passes import export
 from pipeline.config import Config, ConfigError
-from pipeline.finalize import write_table
+from pipeline.passes.finalize import write_table
 from pipeline.storage import parquet_file, part_index, part_name, write_atomic
 from stages.mixture import plan_mixture, repetition_warnings
 from stages.tokens import DocumentEncoder, assemble, cut, id_limit, stream_layout, token_dtype, train_bpe

@@ -1,6 +1,6 @@
 """The checks of a curation config that need only its values, the files it names and the stages' own
 constants and readers (stages/): choices, ranges, the sources' inputs, the models, word lists, output and
-tokenizer. Each raises one ConfigError line naming the key; pipeline/config_load.py runs them in order.
+tokenizer. Each raises one ConfigError line naming the key; pipeline/config/load.py runs them in order.
 
 The checks that need the belt's spec are in pipeline/spec_checks.py, the train section's in
 pipeline/train/checks.py.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.config import RAY_OBJECT_STORE_MIN_MB, ClassifierConfig, Config, ConfigError, Problems, input_format
-from pipeline.config_read import expand_inputs, file_key, resolve_path
-from pipeline.export import FORMATS as EXPORT_FORMATS
+from pipeline.config.read import expand_inputs, file_key, resolve_path
+from pipeline.passes.export import FORMATS as EXPORT_FORMATS
 from stages.c4 import read_bad_words
 from stages.extract import METHODS as EXTRACT_METHODS
 from stages.langid import METHODS as LANGUAGE_METHODS

@@ -12,7 +12,7 @@ stop their own at a normal exit), then SIGKILLs those left, such as a worker stu
 signals. The processes of a cluster the run joins (`ray.address`, spark-submit) are neither the driver's
 children nor marked: they are left alone.
 
-    python -m pipeline.reaper TOKEN DRIVER_PID      the watchdog (started by `start`, its stdin the pipe)
+    python -m pipeline.engines.reaper TOKEN DRIVER_PID      the watchdog (started by `start`, its stdin the pipe)
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def start() -> None:
     os.environ[MARK] = token
     read_end, _pipe_end = os.pipe()  # not inherited by the processes the run starts (O_CLOEXEC): the driver's alone
     _watchdog = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.reaper", token, str(os.getpid())],
+        [sys.executable, "-m", "pipeline.engines.reaper", token, str(os.getpid())],
         stdin=read_end,
         stdout=subprocess.DEVNULL,
         start_new_session=True,

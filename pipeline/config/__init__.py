@@ -1,9 +1,9 @@
 """The YAML config as plain data: its schema (dataclasses with their defaults), ConfigError and Problems.
 
 The stages, the engines and the train package read a Config; nothing here imports them, so that this module
-is a leaf of the import graph. Reading a file and `--set` are in pipeline/config_read.py, the checks in
-pipeline/config_checks.py, pipeline/spec_checks.py and pipeline/train/checks.py, and load_config, which runs
-them all, in pipeline/config_load.py.
+is a leaf of the import graph. Reading a file and `--set` are in pipeline/config/read.py, the checks in
+pipeline/config/checks.py, pipeline/spec_checks.py and pipeline/train/checks.py, and load_config, which runs
+them all, in pipeline/config/load.py.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Problems:
 
 
 # Ray refuses a smaller object store when it starts (ray._private.ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES,
-# 75 MiB); checked with the config (pipeline/config_checks.py) so that the refusal comes before the output is touched.
+# 75 MiB); checked with the config (pipeline/config/checks.py) so that the refusal comes before the output is touched.
 RAY_OBJECT_STORE_MIN_MB = 75
 
 
@@ -309,7 +309,7 @@ class PiiConfig:
 @dataclass
 class ParagraphDedupConfig:
     """dedup.paragraphs: paragraphs (lines) seen before, in the fixed order of documents, removed from every
-    later document, after exact and near dedup (pipeline/paragraphs.py)."""
+    later document, after exact and near dedup (pipeline/passes/paragraphs.py)."""
 
     enabled: bool = False
     ngram: int | None = None  # null: a paragraph goes when seen before whole; N: DCLM's BFF over token N-grams
@@ -335,7 +335,7 @@ class DedupConfig:
     shards: int = 8  # hash partitions of the dedup keys, band buckets and paragraph units
     seed: int = 1
     paragraphs: ParagraphDedupConfig = field(default_factory=ParagraphDedupConfig)
-    # earlier outputs (folders) whose documents this run's must not repeat (pipeline/dedup_index.py)
+    # earlier outputs (folders) whose documents this run's must not repeat (pipeline/passes/dedup_index.py)
     against: list[str] = field(default_factory=list)
 
 
@@ -439,7 +439,7 @@ class PackingConfig:
     sequences_per_shard: int = 8192
     # parquet: tokens/part-NNNNN.parquet, which the train stage reads; megatron: Megatron-LM's indexed
     # dataset, tokens/megatron/; mds: MosaicML Streaming shards, tokens/mds/; nanotron: datatrove's tokenized file,
-    # tokens/nanotron/; huggingface: a dataset card, README.md (pipeline/export.py)
+    # tokens/nanotron/; huggingface: a dataset card, README.md (pipeline/passes/export.py)
     formats: list[str] = field(default_factory=lambda: ["parquet"])
 
 

@@ -1,5 +1,5 @@
-"""The Spark engine (engine: spark): the primitives of pipeline/engine.py as Spark jobs. The only module, with
-pipeline/spark_components.py and pipeline/spark_daemon.py, that knows Spark.
+"""The Spark engine (engine: spark): the primitives of pipeline/engines/engine.py as Spark jobs. The only module, with
+pipeline/engines/spark_components.py and pipeline/engines/spark_daemon.py, that knows Spark.
 
 Every primitive is a DataFrame of work items (input files, jobs), one task per item unless said otherwise,
 mapped with `DataFrame.mapInArrow`: the task runs the pass's function over Arrow tables, as on Ray. Rows
@@ -34,8 +34,8 @@ from pyspark.sql import functions as F
 
 from pipeline import progress
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig
-from pipeline.engine import start_failed
-from pipeline.spark_components import connected_components as _components
+from pipeline.engines.engine import start_failed
+from pipeline.engines.spark_components import connected_components as _components
 from stages.table_rows import sort_rows
 
 log = logging.getLogger("crawlbelt")
@@ -78,7 +78,7 @@ def start(config: Config) -> None:
             conf.setdefault("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
     # crawlbelt's progress line (pipeline/progress.py) says per pass what Spark's stage bars say per stage
     conf.setdefault("spark.ui.showConsoleProgress", "false")
-    conf.setdefault("spark.python.daemon.module", "pipeline.spark_daemon")
+    conf.setdefault("spark.python.daemon.module", "pipeline.engines.spark_daemon")
     for key, value in conf.items():
         builder = builder.config(key, value)
     for key, unused in (("ray", config.ray != RayConfig()), ("resources", config.resources != ResourcesConfig())):
@@ -328,7 +328,7 @@ def group_to_parquet(
 def connected_components(edges: Path, nodes: np.ndarray) -> pa.Table:
     """(node, label) for every node of the graph whose (order, linked_to) edges are the Parquet files in
     `edges` that is not the smallest node of its component, with that smallest node as its label: large-star
-    and small-star rounds on the executors (pipeline/spark_components.py); only the result comes back."""
+    and small-star rounds on the executors (pipeline/engines/spark_components.py); only the result comes back."""
     context = session().sparkContext
     if not str(context.master).startswith("local"):  # a lost executor's rounds are read back from shared files
         context.setCheckpointDir(str(Path(edges).parent / "spark-checkpoints"))

@@ -1,6 +1,6 @@
 """The engine seam: the data-parallel primitives the passes (filtering, dedup, finalize, tokens) are written in,
 run by the engine the config names (`engine: ray | spark`). Each engine is one module, the only one that
-knows it: pipeline/engine_ray.py and pipeline/engine_spark.py, with the same functions.
+knows it: pipeline/engines/engine_ray.py and pipeline/engines/engine_spark.py, with the same functions.
 
 The primitives are plain functions over Arrow tables in, Arrow tables out (docs/design.md, "The engine seam, and Spark").
 A `source` of rows is either a folder of Parquet files (read a file per task, a row group at a time,
@@ -42,7 +42,7 @@ def use(name: str) -> ModuleType:
     global _current
     if name not in ENGINES:
         raise ValueError(f"engine {name!r}: expected one of {', '.join(ENGINES)}")
-    _current = importlib.import_module(f"pipeline.engine_{name}")
+    _current = importlib.import_module(f"pipeline.engines.engine_{name}")
     return _current
 
 

@@ -1,5 +1,5 @@
-"""load_config: a config read (pipeline/config_read.py), its paths taken from the config's folder, and every
-check run (pipeline/config_checks.py, pipeline/spec_checks.py, pipeline/train/checks.py) before any work starts.
+"""load_config: a config read (pipeline/config/read.py), its paths taken from the config's folder, and every
+check run (pipeline/config/checks.py, pipeline/spec_checks.py, pipeline/train/checks.py) before any work starts.
 
 A problem is one line naming the key path or file, raised as ConfigError (the command line turns it into exit
 code 2 and writes nothing). The checks go on after a problem, so that one ConfigError holds every problem the
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.config import Config, Problems, Source
-from pipeline.config_checks import (
+from pipeline.config.checks import (
     CHOICES,
     MIN_MAX,
     RANGES,
@@ -36,7 +36,7 @@ from pipeline.config_checks import (
     check_tokens,
     setting,
 )
-from pipeline.config_read import read_config, resolve_path
+from pipeline.config.read import read_config, resolve_path
 from pipeline.spec_checks import check_decontamination, check_select, check_stages, unused_sections
 from pipeline.train.checks import check_train
 
@@ -127,6 +127,6 @@ def _check(config: Config, base: Path, problems: Problems) -> None:
 
 
 def _check_against(config: Config) -> None:
-    from pipeline.dedup_index import check_against  # the dedup pieces (numba) only when a config names one
+    from pipeline.passes.dedup_index import check_against  # the dedup pieces (numba) only when a config names one
 
     check_against(config)

@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline import engine, paragraphs, redact, spec
+from pipeline import redact, spec
+from pipeline.engines import engine
+from pipeline.passes import paragraphs
 from pipeline.config import json_value
 from pipeline.storage import part_name, write_atomic
 from stages.ledger import NOT_DOCUMENT
@@ -63,7 +65,7 @@ def write_part(
     dup_counts: pa.Table | None = None,
 ) -> pa.Table:
     """Per group: all rows of one input file in, its docs and rejects parts written, its counts out.
-    `paragraph_dedup`: where paragraph dedup left its verdicts, and its settings (pipeline/paragraphs.py).
+    `paragraph_dedup`: where paragraph dedup left its verdicts, and its settings (pipeline/passes/paragraphs.py).
     `dup_counts`: (order, dup_count) of the dedup pass's survivors with copies; None: dedup was off."""
     rows = sort_rows(rows, "order")  # a file's texts may pass 2 GiB: no sort_by
     file_index = rows["order"][0].as_py() >> 40
@@ -254,7 +256,7 @@ def manifest(
             "dedup_index": sorted(str(p.relative_to(out)) for p in (out / "dedup_index").glob("*")),
         },
         # per scorer: its scores per source, what it rejected per language and domain, the documents near
-        # its threshold (pipeline/scores.py)
+        # its threshold (pipeline/passes/scores.py)
         "scorers": scorers or {},
         "paragraph_dedup": _paragraph_dedup(paragraph_filter, removed) if paragraph_filter else None,
         "config": config.to_dict(),
@@ -266,7 +268,7 @@ def manifest(
 
 
 def _paragraph_dedup(filter_stats: dict, per_file: list[dict]) -> dict:
-    """The manifest's paragraph_dedup section: the filter (pipeline/paragraphs.py), what was removed, the
+    """The manifest's paragraph_dedup section: the filter (pipeline/passes/paragraphs.py), what was removed, the
     paragraphs removed most often (each file's most frequent, summed) and the documents most changed."""
     kinds = ("documents", "documents_changed", "documents_removed", "paragraphs_removed")
     totals = {key: sum(f[key] for f in per_file) for key in kinds}

@@ -23,7 +23,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import engine, spec, storage
+from pipeline import spec, storage
+from pipeline.engines import engine
 from pipeline.config import Config, Source, input_format
 from pipeline.storage import open_input, write_atomic
 from stages.ledger import run_on_alive

@@ -1,5 +1,5 @@
 """The Ray engine (engine: ray): starting or joining Ray, running a pass's functions as Ray Data tasks, reading
-the belt's Parquet back, and watching for lost nodes. The only module that knows Ray; pipeline/engine.py
+the belt's Parquet back, and watching for lost nodes. The only module that knows Ray; pipeline/engines/engine.py
 lists the functions every engine has."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ except ImportError:
 
 from pipeline import progress
 from pipeline.config import Config, ConfigError, RayConfig, ResourcesConfig, SparkConfig
-from pipeline.engine import error_chain, start_failed
+from pipeline.engines.engine import error_chain, start_failed
 from stages.dedup import resolve_roots, union_edges
 
 log = logging.getLogger("crawlbelt")
@@ -280,7 +280,7 @@ def _read_parquet_files(files: pa.Table, columns: list[str] | None = None) -> It
             yield pa.Table.from_batches([batch])
 
 
-# The primitives of pipeline/engine.py (which says what each does) as Ray Data operations.
+# The primitives of pipeline/engines/engine.py (which says what each does) as Ray Data operations.
 Source = Path | list[dict]
 
 

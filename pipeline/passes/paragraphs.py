@@ -16,7 +16,7 @@ document rule). Steps of tasks (engine.map_items), then finalize applies the res
 3. with `ngram` only, one task (BFF's one filter, in the order of documents): each file's paragraphs and their
    repeated units' ids, each paragraph judged against the ids inserted so far (one byte an id), a kept one's
    ids then inserted; the paragraphs and documents that go are written to `removed/file-N.parquet`;
-4. finalize (pipeline/finalize.py), per input file: the paragraphs that go leave the text (without `ngram`,
+4. finalize (pipeline/passes/finalize.py), per input file: the paragraphs that go leave the text (without `ngram`,
    every paragraph seen before); a document BFF's document rule removes is rejected
    `paragraph_dedup:duplicate`, one left under `min_words` words `paragraph_dedup:too_short`.
 
@@ -40,9 +40,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline import engine
+from pipeline.engines import engine
 from pipeline.config import ConfigError, ParagraphDedupConfig, PassResources
-from pipeline.filtering import part_name
+from pipeline.passes.filtering import part_name
 from pipeline.storage import part_index
 from stages.paragraphs import (
     WHOLE_DOCUMENT,
