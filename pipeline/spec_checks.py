@@ -29,6 +29,7 @@ from pipeline.config import (
     input_format,
     json_value,
 )
+from stages.model_scorer import INT_SCORE_LIMIT
 from pipeline.config.checks import check_choice, check_scorer
 from pipeline.config.read import build, resolve_path
 from stages import model_scorer
@@ -258,8 +259,11 @@ def _check_int_score(settings: TransformersScorerConfig, problem: str, key: str,
             "int_range and int_threshold are for a regression head"
         )
     span = settings.int_range
-    if span is not None and (len(span) != 2 or span[0] > span[1]):
-        raise ConfigError(f"{key}.int_range: expected [LOW, HIGH], two whole numbers with LOW <= HIGH, got {span!r}")
+    if span is not None and (len(span) != 2 or span[0] > span[1] or max(map(abs, span)) > INT_SCORE_LIMIT):
+        raise ConfigError(
+            f"{key}.int_range: expected [LOW, HIGH], two whole numbers with LOW <= HIGH, each within ±2**62, "
+            f"got {span!r}"
+        )
     if settings.int_threshold is None:
         return
     if settings.threshold is not None:

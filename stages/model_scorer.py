@@ -85,15 +85,21 @@ def pad_id(model) -> int:
     return model.config.get_text_config().pad_token_id
 
 
+INT_SCORE_LIMIT = 2**62  # an int score's bound: within int64, and an int_range's bounds within it
+
+
 def int_score(score: float, int_range: tuple[int, int] | None = None) -> int | None:
     """A regression score as a whole number: clamped to `int_range` when given, then rounded as Python rounds
     (half to even: 2.5 is 2). With int_range (0, 5) it is FineWeb-Edu's `int(round(max(0, min(score, 5))))`
-    (huggingface/cosmopedia classification/run_edu_bert.py). None for a NaN score."""
+    (huggingface/cosmopedia classification/run_edu_bert.py). None for a NaN score, and, without a range, for an
+    infinite one or one past INT_SCORE_LIMIT (no whole number, or none the int64 column holds)."""
     if score != score:
         return None
     if int_range is not None:
         low, high = int_range
         score = max(low, min(score, high))
+    if not -INT_SCORE_LIMIT <= score <= INT_SCORE_LIMIT:
+        return None
     return int(round(score))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from html import escape
 from pathlib import Path
@@ -165,6 +166,9 @@ def test_int_score_is_fineweb_edus_and_int_threshold_keeps_what_fineweb_edu_keep
     _, ints = scorer.scores_of(torch.tensor(logits).reshape(-1, 1))
     assert ints == expected
     assert [int_score(float(v)) for v in logits] == [2, 2, 3, 6, -1, 4, 4, 0]  # no int_range: not clamped
+    # no whole number (or none an int64 column holds) without a range: null, as for NaN; clamped with one
+    assert [int_score(v) for v in (math.inf, -math.inf, 1e30)] == [None, None, None]
+    assert [int_score(v, (0, 5)) for v in (math.inf, -math.inf, 1e30)] == [5, 0, 5]
     stage = TransformerScore(scorer, "edu", int_threshold=3)
     kept = [stage.below(float(score), whole) is None for score, whole in zip(logits, ints)]
     assert kept == [whole >= 3 for whole in expected]
@@ -413,8 +417,9 @@ def test_a_bad_scorer_entry_is_refused_naming_its_key(classifier, settings, mess
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"int_range": [5, 0]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, got \[5, 0\]$"),
-        ({"int_range": [0]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, got \[0\]$"),
+        ({"int_range": [5, 0]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, each within ±2\*\*62, got \[5, 0\]$"),
+        ({"int_range": [0]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, each within ±2\*\*62, got \[0\]$"),
+        ({"int_range": [0, 10**23]}, r"stages\[4\]\.int_range: expected \[LOW, HIGH\], two whole numbers with LOW <= HIGH, each within ±2\*\*62, got \[0, 100000000000000000000000\]$"),
         ({"int_range": [0, 5.5]}, r"stages\[4\]\.int_range\[1\]: expected int, got float 5\.5"),
         ({"int_range": "0..5"}, r"stages\[4\]\.int_range: expected a list, got str '0\.\.5'"),
         ({"int_threshold": 2.5}, r"stages\[4\]\.int_threshold: expected int, got float 2\.5"),
