@@ -584,6 +584,7 @@ def test_the_id_width_holds_a_given_tokenizers_largest_id_not_its_vocabulary_siz
     config = load_config(str(CONFIGS / "local.yaml"), overrides=[f"tokenizer.path={path}"], output=str(tmp_path / "o"))
     given = tokens._tokenizer(config, [], tmp_path / "tokens", pad=False)
     assert given.dtype == np.uint32 and export.ids_dtype(given.id_limit) == np.int32  # the exports' width too
+    assert given.vocab_size == 72_000  # the manifest's and card's vocabulary: what a model's embeddings need
 
 
 @pytest.mark.parametrize("top_id", [2**24, 4_000_000_000])

@@ -418,12 +418,14 @@ class Tokenizer:
 def _tokenizer(config: Config, curated: list[CuratedFile], tokens_dir: Path, pad: bool) -> Tokenizer:
     tokenizer_json = prepare_tokenizer(config, curated, tokens_dir)
     encoder = DocumentEncoder(tokenizer_json, config.tokenizer.engine)
-    vocab_size = encoder.plain.get_vocab_size()
     eos_id = encoder.plain.token_to_id(config.tokenizer.eos_token)
     assert eos_id is not None  # config validation checks a given tokenizer; a trained one has it as a special
     pad_id = encoder.plain.token_to_id(config.tokenizer.pad_token) if pad else None
     pad_id = eos_id if pad and pad_id is None else pad_id
     limit = id_limit(encoder.plain)
+    # the vocabulary a model sizes its embeddings by: the largest id + 1, more than the entries of a given
+    # tokenizer whose ids have gaps (a model of its entries' count would index past its table)
+    vocab_size = max(encoder.plain.get_vocab_size(), limit)
     return Tokenizer(
         tokenizer_json, encoder.engine, encoder.cleared, vocab_size, limit, token_dtype(limit), eos_id, pad_id
     )
