@@ -40,8 +40,10 @@ from stages.warc_read import DOCUMENT_SCHEMA
 
 def unused_sections(config: Config) -> set[str]:
     """The sections of the built-in stages the belt does not run: a section is needed, and checked, only when
-    its stage runs (a belt without `classifier` needs no example files)."""
+    its stage runs (a belt without `classifier` needs no example files, a run of curated sources only none)."""
     listed = config.stages if config.stages is not None else spec.DEFAULT_STAGES
+    if config.sources and all(source.curated for source in config.sources):
+        listed = []  # curated sources join at the tokens pass: no stage of the belt runs
     return {stage.section for name, stage in spec.DOCUMENT_STAGES.items() if stage.section and name not in listed}
 
 

@@ -438,7 +438,7 @@ def test_a_run_of_curated_sources_alone_writes_no_docs_and_its_card_loads(export
     config = tmp_path / "curated.yaml"
     config.write_text(
         f"sources: [{{name: again, input: ['{out}/docs/*.parquet'], curated: true}}]\n"
-        f"classifier: {{kind: none}}\nray: {{num_cpus: 2}}\ntokenizer: {{path: '{out}/tokens/tokenizer.json'}}\n"
+        f"ray: {{num_cpus: 2}}\ntokenizer: {{path: '{out}/tokens/tokenizer.json'}}\n"  # no classifier: none runs
         "packing: {seq_len: 64, formats: [parquet, huggingface]}\n"
     )
     curated = tmp_path / "curated"
@@ -447,7 +447,11 @@ def test_a_run_of_curated_sources_alone_writes_no_docs_and_its_card_loads(export
     assert card_configs(curated) == [("tokens", "tokens/part-*.parquet", True)]
     loaded = load_each_config(curated, tmp_path / "cache")
     assert len(loaded["tokens"]) == len(loaded[""]) == manifest["tokens"]["sequences"]
-    assert "(this output holds no `docs/`)" in (curated / "README.md").read_text()
+    card = (curated / "README.md").read_text()
+    assert "(this output holds no `docs/`)" in card
+    documents = manifest["mixture"]["table"][0]["documents"]
+    assert documents > 1 and f"| again (curated: joins at the tokens) | 1 | – | – | {documents:,} |" in card
+    assert "None ran: every source is curated" in card and "| stage | documents in |" not in card
 
 
 @pytest.mark.slow

@@ -257,14 +257,23 @@ def card(out: Path, manifest: dict) -> list[dict]:
         "| source | weight | input files | records | kept |",
         "|---|---:|---:|---:|---:|",
     ]
+    curated = {row["source"]: row["documents"] for row in manifest.get("mixture", {}).get("table", [])}
     for source in config["sources"]:
+        if source.get("curated"):  # read at the tokens pass, no record filtered: its documents as they came
+            name = f"{_text(source['name'])} (curated: joins at the tokens)"
+            lines.append(f"| {name} | {source['weight']:g} | – | – | {curated.get(source['name'], 0):,} |")
+            continue
         parts = [p for p in manifest["inputs"] if p["source"] == source["name"]]
         records, kept = sum(p["records"] for p in parts), sum(p["kept"] for p in parts)
         lines.append(f"| {_text(source['name'])} | {source['weight']:g} | {len(parts)} | {records:,} | {kept:,} |")
-    lines += ["", "## Filters, in order", "", "| stage | documents in | rejected |", "|---|---:|---:|"]
-    for name, row in manifest["stages"].items():
-        if "rows_in" in row:
-            lines.append(f"| {_text(name)} | {row['rows_in']:,} | {row['rejected']:,} |")
+    lines += ["", "## Filters, in order", ""]
+    if all(source.get("curated") for source in config["sources"]):
+        lines.append("None ran: every source is curated, and curated documents join at the tokens.")
+    else:
+        lines += ["| stage | documents in | rejected |", "|---|---:|---:|"]
+        for name, row in manifest["stages"].items():
+            if "rows_in" in row:
+                lines.append(f"| {_text(name)} | {row['rows_in']:,} | {row['rejected']:,} |")
     reasons = sorted(counts["rejected_by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
     lines += [
         "",
