@@ -227,7 +227,8 @@ def _transformers_scorer(entry: dict, key: str, base: Path, engine: str):
         raise ConfigError(f"{key}.model: the transformers scorer needs a local model folder (save_pretrained's)")
     settings.model = resolve_path(settings.model, base)
     if not os.path.lexists(os.path.join(settings.model, "config.json")):  # one that is there: checked when loaded
-        raise ConfigError(f"{key}.model: {settings.model!r} is not a model folder (no config.json in it)")
+        why = "a file: give its folder" if os.path.isfile(settings.model) else "no config.json in it"
+        raise ConfigError(f"{key}.model: {settings.model!r} is not a model folder ({why})")
     for name in ("max_chars", "max_tokens", "batch_size", "concurrency"):
         _check_number(getattr(settings, name), f"{key}.{name}", "a whole number above 0", lambda v: v == int(v) > 0)
     _check_number(settings.timeout_s, f"{key}.timeout_s", "seconds above 0, or null", lambda v: v > 0)

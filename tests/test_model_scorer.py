@@ -403,6 +403,10 @@ def test_a_gpu_no_node_has_is_refused_in_one_line_before_any_work(embedded_ray):
     "settings, message",
     [
         ({"model": "nowhere"}, r"stages\[4\]\.model: '.*nowhere' is not a model folder \(no config\.json in it\)"),
+        (
+            {"model": str(CONFIGS / "local.yaml")},
+            r"stages\[4\]\.model: '.*local\.yaml' is not a model folder \(a file: give its folder\)",
+        ),
         ({"label": "best"}, r"stages\[4\]\.label: 'best' is not a label of '.*' \(it has the labels low, high\)"),
         ({"batch_size": 0}, r"stages\[4\]\.batch_size: expected a whole number above 0, got 0"),
         ({"num_gpus": -1}, r"stages\[4\]\.num_gpus: expected GPUs, 0 or more, got -1"),
