@@ -7,8 +7,9 @@ against everything kept before without reading a text again, and the next crawl 
 
     header.json          {"format", "version", the hash settings that must match, what the entries hold,
                           "entries", "shards", "outputs", "digest"}: written last
-    shard-NNNNN.parquet  rank, output, id, key[, signature][, shingles], cluster; sharded by key (the exact
-                         stage's shards), rows by rank; `output` is null for the documents of the output the
+    shard-NNNNN.parquet  rank, output, id, key[, signature][, shingles], cluster; sharded by key into one
+                         file per ENTRIES_PER_SHARD entries (a count from the entries alone, not from
+                         dedup.shards, so the bytes depend on no setting of the run's), rows by rank; `output` is null for the documents of the output the
                          index is in (so its bytes do not depend on where that is), else the earlier folder
 
 `rank` is an entry's place in the fixed order of everything read (earlier outputs' entries first, in the order
@@ -41,6 +42,7 @@ HEADER = "header.json"
 FORMAT, VERSION = "crawlbelt-dedup-index", 1
 ROW_GROUP = 8192  # rows per row group of a shard file: fixed, so the bytes do not depend on the engine
 MATCHING = ("shingle_words", "num_perm", "seed")  # dedup settings an index's hashes depend on
+ENTRIES_PER_SHARD = 100_000  # a shard is sorted in memory: with shingle sets, about 8 bytes a word of its texts
 
 
 def shard_name(shard: int) -> str:
@@ -218,6 +220,7 @@ def write(
     def rank(order: np.ndarray) -> np.ndarray:
         return np.where(order < 0, order + earlier, earlier + np.searchsorted(mine, order))
 
+    index_shards = max(1, -(-len(orders) // ENTRIES_PER_SHARD))
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     writers: dict[int, pq.ParquetWriter] = {}
@@ -226,7 +229,7 @@ def write(
     for batch in source.to_batches(columns=["order", "id", "output", *columns[3:-1]]):
         order = batch["order"].to_numpy()
         entries = _entries(pa.Table.from_batches([batch]), rank(order), rank(cluster[np.searchsorted(orders, order)]))
-        shards = shard_of_hex(entries["key"], config.shards).to_numpy()
+        shards = shard_of_hex(entries["key"], index_shards).to_numpy()
         for shard in np.unique(shards):
             part = entries.filter(pa.array(shards == shard))
             if shard not in writers:
@@ -237,7 +240,7 @@ def write(
     index.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     schema = _index_schema(config)
-    for shard in range(config.shards):
+    for shard in range(index_shards):
         spread = scratch / shard_name(shard)
         table = pq.read_table(spread).sort_by("rank") if spread.exists() else schema.empty_table()
         write_atomic(index / shard_name(shard), _writer_fixed(table.select(schema.names).cast(schema)))
@@ -251,7 +254,7 @@ def write(
         "shingle_sets": config.near and config.verify == "exact",
         "verify": config.verify,
         "entries": len(orders),
-        "shards": config.shards,
+        "shards": index_shards,
         "outputs": _earlier_outputs(config.against),
         "digest": digest.hexdigest(),
     }
